@@ -1,0 +1,148 @@
+//! Lowering a [`Model`] for the concrete inputs of one run.
+//!
+//! Input facts (dtype and shape) always come from the real tensors, never from the model's
+//! annotations. Some models need an input's *value* at plan time (a Reshape shape, Slice starts,
+//! Resize scales, an `If` condition computed from a sample rate...): such inputs are folded into
+//! the graph as constants, and the plan is cached under their values as well as the shapes.
+
+use super::Model;
+use crate::error::{catch_panic, chain_message};
+use crate::tract_bridge::{datum_type, to_tract};
+use crate::{DType, Error, Result, Tensor};
+use std::sync::Arc;
+use tract_onnx::prelude::*;
+
+/// Inputs with at most this many elements are folded when a plan needs their values,
+/// unless they are floating point (floats fold only up to [`MAX_FOLDED_FLOATS`]).
+const MAX_FOLDED_INTEGERS: usize = 1024;
+/// Small float inputs (Resize scales, Clip bounds, Range limits) may be folded too.
+const MAX_FOLDED_FLOATS: usize = 8;
+
+/// Which inputs of a run are folded in as constants.
+pub type Folding = Vec<bool>;
+
+/// Identifies a plan: input shapes and dtypes, plus the values of folded inputs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PlanKey(Vec<(DType, Vec<usize>, Option<Vec<u8>>)>);
+
+impl PlanKey {
+    /// The key for these inputs under this folding.
+    pub fn new(inputs: &[Tensor], folding: &[bool]) -> PlanKey {
+        PlanKey(
+            inputs
+                .iter()
+                .zip(folding)
+                .map(|(t, &fold)| {
+                    (
+                        t.dtype(),
+                        t.shape().to_vec(),
+                        fold.then(|| t.data().to_le_bytes()),
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+/// A decluttered typed graph for one input signature.
+#[derive(Debug)]
+pub struct Lowered {
+    /// tract's decluttered typed model; its inputs are the non-folded inputs, in order.
+    pub typed: TypedModel,
+    /// Which inputs were folded in.
+    pub folding: Folding,
+}
+
+impl Lowered {
+    /// The inputs still fed at run time (the non-folded ones), in order.
+    pub fn runtime_inputs<'a>(&self, inputs: &'a [Tensor]) -> impl Iterator<Item = &'a Tensor> {
+        inputs
+            .iter()
+            .zip(self.folding.clone())
+            .filter(|(_, folded)| !folded)
+            .map(|(t, _)| t)
+    }
+}
+
+fn foldable(tensor: &Tensor) -> bool {
+    let limit = if tensor.dtype().is_float() {
+        MAX_FOLDED_FLOATS
+    } else {
+        MAX_FOLDED_INTEGERS
+    };
+    tensor.len() <= limit
+}
+
+impl Model {
+    /// Lowers for these inputs (in model order), folding in as few inputs as works:
+    /// `preferred` first (what worked for an earlier run), then none, then the small
+    /// shape-like inputs, then all of them.
+    pub fn lower(&self, inputs: &[Tensor], preferred: Option<&[bool]>) -> Result<Lowered> {
+        let none = vec![false; inputs.len()];
+        let shape_like: Folding = inputs.iter().map(foldable).collect();
+        let all = vec![true; inputs.len()];
+        let mut ladder: Vec<Folding> = preferred.map(<[bool]>::to_vec).into_iter().collect();
+        for candidate in [none, shape_like, all] {
+            if !ladder.contains(&candidate) {
+                ladder.push(candidate);
+            }
+        }
+        let mut first_error = None;
+        for folding in ladder {
+            match self.lower_with(inputs, &folding) {
+                Ok(typed) => return Ok(Lowered { typed, folding }),
+                Err(e) => {
+                    tracing::debug!(?folding, error = %e, "lowering failed");
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        Err(first_error.unwrap_or_else(|| Error::Internal("no lowering attempted".into())))
+    }
+
+    /// Lowers with exactly this folding.
+    pub fn lower_with(&self, inputs: &[Tensor], folding: &[bool]) -> Result<TypedModel> {
+        catch_panic("lowering the model", || {
+            self.try_lower(inputs, folding).map_err(|e| Error::Prepare {
+                backend: "tract".into(),
+                message: chain_message(&e),
+            })
+        })
+    }
+
+    fn try_lower(&self, inputs: &[Tensor], folding: &[bool]) -> TractResult<TypedModel> {
+        let mut graph = self.graph().clone();
+        anyhow::ensure!(
+            graph.inputs.len() == inputs.len(),
+            "model has {} inputs, {} given",
+            graph.inputs.len(),
+            inputs.len()
+        );
+        let sources: Vec<OutletId> = graph.inputs.clone();
+        for (ix, tensor) in inputs.iter().enumerate() {
+            let fact = InferenceFact::dt_shape(datum_type(tensor.dtype()), tensor.shape());
+            graph.set_input_fact(ix, fact)?;
+        }
+        // Trust the real inputs over the model's output annotations (which may be stale).
+        for ix in 0..graph.outputs.len() {
+            let dt = graph.output_fact(ix)?.datum_type;
+            let mut fact = InferenceFact::default();
+            fact.datum_type = dt;
+            graph.set_output_fact(ix, fact)?;
+        }
+        for ((outlet, tensor), &fold) in sources.iter().zip(inputs).zip(folding) {
+            if fold {
+                let value = Arc::new(to_tract(tensor)?);
+                let node = graph.node_mut(outlet.node);
+                node.op = Box::new(tract_onnx::tract_hir::ops::konst::Const::new(
+                    value.clone(),
+                )?);
+                node.outputs[0].fact = InferenceFact::from(value.into_tensor());
+            }
+        }
+        graph
+            .inputs
+            .retain(|outlet| !folding[sources.iter().position(|s| s == outlet).unwrap_or(0)]);
+        graph.into_typed()?.into_decluttered()
+    }
+}

@@ -1,0 +1,298 @@
+//! [`Tensor`]: a dense, row-major, host-side array, and its file formats
+//! (numpy `.npy`/`.npz` in [`npy`], ONNX `TensorProto` `.pb` in [`onnx_pb`]).
+
+pub mod npy;
+pub mod onnx_pb;
+
+use crate::{DType, Error, Result};
+use half::f16;
+
+/// The elements of a tensor, one vector type per [`DType`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum TensorData {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    F16(Vec<f16>),
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    Bool(Vec<bool>),
+}
+
+/// Runs `$body` with `$v` bound to the typed vector inside a [`TensorData`].
+#[macro_export]
+macro_rules! with_data {
+    ($data:expr, $v:ident => $body:expr) => {
+        match $data {
+            $crate::TensorData::F32($v) => $body,
+            $crate::TensorData::F64($v) => $body,
+            $crate::TensorData::F16($v) => $body,
+            $crate::TensorData::I8($v) => $body,
+            $crate::TensorData::I16($v) => $body,
+            $crate::TensorData::I32($v) => $body,
+            $crate::TensorData::I64($v) => $body,
+            $crate::TensorData::U8($v) => $body,
+            $crate::TensorData::U16($v) => $body,
+            $crate::TensorData::U32($v) => $body,
+            $crate::TensorData::U64($v) => $body,
+            $crate::TensorData::Bool($v) => $body,
+        }
+    };
+}
+
+/// A Rust element type that a [`Tensor`] can hold.
+pub trait Element: Copy + Send + Sync + 'static {
+    /// Its [`DType`].
+    const DTYPE: DType;
+    /// Wraps a vector of this type.
+    fn wrap(v: Vec<Self>) -> TensorData;
+    /// Borrows the vector if `data` holds this type.
+    fn slice(data: &TensorData) -> Option<&[Self]>;
+}
+
+macro_rules! element {
+    ($t:ty, $variant:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            fn wrap(v: Vec<Self>) -> TensorData {
+                TensorData::$variant(v)
+            }
+            fn slice(data: &TensorData) -> Option<&[Self]> {
+                match data {
+                    TensorData::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+element!(f32, F32);
+element!(f64, F64);
+element!(f16, F16);
+element!(i8, I8);
+element!(i16, I16);
+element!(i32, I32);
+element!(i64, I64);
+element!(u8, U8);
+element!(u16, U16);
+element!(u32, U32);
+element!(u64, U64);
+element!(bool, Bool);
+
+impl TensorData {
+    /// The element type held.
+    pub fn dtype(&self) -> DType {
+        match self {
+            TensorData::F32(_) => DType::F32,
+            TensorData::F64(_) => DType::F64,
+            TensorData::F16(_) => DType::F16,
+            TensorData::I8(_) => DType::I8,
+            TensorData::I16(_) => DType::I16,
+            TensorData::I32(_) => DType::I32,
+            TensorData::I64(_) => DType::I64,
+            TensorData::U8(_) => DType::U8,
+            TensorData::U16(_) => DType::U16,
+            TensorData::U32(_) => DType::U32,
+            TensorData::U64(_) => DType::U64,
+            TensorData::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        with_data!(self, v => v.len())
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Decodes little-endian bytes (the layout of `.npy` bodies and ONNX `raw_data`).
+    pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> Result<TensorData> {
+        let size = dtype.size_of();
+        if bytes.len() % size != 0 {
+            return Err(Error::tensor_data(
+                None,
+                format!(
+                    "{} bytes is not a whole number of {dtype} elements",
+                    bytes.len()
+                ),
+            ));
+        }
+        macro_rules! decode {
+            ($t:ty, $variant:ident) => {
+                TensorData::$variant(
+                    bytes
+                        .chunks_exact(size)
+                        .map(|c| <$t>::from_le_bytes(c.try_into().expect("chunk has element size")))
+                        .collect(),
+                )
+            };
+        }
+        Ok(match dtype {
+            DType::F32 => decode!(f32, F32),
+            DType::F64 => decode!(f64, F64),
+            DType::F16 => decode!(f16, F16),
+            DType::I8 => decode!(i8, I8),
+            DType::I16 => decode!(i16, I16),
+            DType::I32 => decode!(i32, I32),
+            DType::I64 => decode!(i64, I64),
+            DType::U8 => TensorData::U8(bytes.to_vec()),
+            DType::U16 => decode!(u16, U16),
+            DType::U32 => decode!(u32, U32),
+            DType::U64 => decode!(u64, U64),
+            DType::Bool => TensorData::Bool(bytes.iter().map(|&b| b != 0).collect()),
+        })
+    }
+
+    /// Encodes as little-endian bytes.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        match self {
+            TensorData::Bool(v) => v.iter().map(|&b| b as u8).collect(),
+            TensorData::U8(v) => v.clone(),
+            TensorData::I8(v) => v.iter().map(|&x| x as u8).collect(),
+            TensorData::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::I16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::U16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::U32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::U64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        }
+    }
+
+    /// Every element widened to f64 (booleans as 0/1), for comparisons and summaries.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        match self {
+            TensorData::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::F64(v) => v.clone(),
+            TensorData::F16(v) => v.iter().map(|x| x.to_f64()).collect(),
+            TensorData::I8(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::I16(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::I32(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::I64(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::U8(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::U16(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::U32(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::U64(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::Bool(v) => v.iter().map(|&x| x as u8 as f64).collect(),
+        }
+    }
+}
+
+/// A dense row-major tensor in host memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    shape: Vec<usize>,
+    data: TensorData,
+}
+
+impl Tensor {
+    /// Builds a tensor, checking that the element count matches the shape.
+    pub fn new(shape: Vec<usize>, data: TensorData) -> Result<Tensor> {
+        let expected: usize = shape.iter().product();
+        if expected != data.len() {
+            return Err(Error::tensor_data(
+                None,
+                format!(
+                    "shape {shape:?} needs {expected} elements, got {}",
+                    data.len()
+                ),
+            ));
+        }
+        Ok(Tensor { shape, data })
+    }
+
+    /// Builds a tensor from a typed vector.
+    pub fn from_vec<T: Element>(shape: Vec<usize>, values: Vec<T>) -> Result<Tensor> {
+        Tensor::new(shape, T::wrap(values))
+    }
+
+    /// A zero-dimensional tensor.
+    pub fn scalar<T: Element>(value: T) -> Tensor {
+        Tensor {
+            shape: vec![],
+            data: T::wrap(vec![value]),
+        }
+    }
+
+    /// Decodes little-endian bytes of the given type and shape.
+    pub fn from_le_bytes(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Result<Tensor> {
+        Tensor::new(shape, TensorData::from_le_bytes(dtype, bytes)?)
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+
+    /// The shape (empty for a scalar).
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Whether the tensor holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The elements.
+    pub fn data(&self) -> &TensorData {
+        &self.data
+    }
+
+    /// Splits into shape and elements.
+    pub fn into_parts(self) -> (Vec<usize>, TensorData) {
+        (self.shape, self.data)
+    }
+
+    /// Borrows the elements as `&[T]`, or fails naming both types.
+    pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
+        T::slice(&self.data).ok_or_else(|| {
+            Error::tensor_data(
+                None,
+                format!("tensor holds {}, not {}", self.dtype(), T::DTYPE),
+            )
+        })
+    }
+
+    /// Size of the elements in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.len() * self.dtype().size_of()
+    }
+
+    /// A short human summary: `float32[1, 3] [0.1, 0.2, 0.3]` with at most `max_values` values.
+    pub fn summary(&self, max_values: usize) -> String {
+        let values = self.data.to_f64_vec();
+        let shown: Vec<String> = values
+            .iter()
+            .take(max_values)
+            .map(|v| format!("{v:.6}"))
+            .collect();
+        let more = if values.len() > max_values {
+            ", …"
+        } else {
+            ""
+        };
+        format!(
+            "{}{:?} [{}{}]",
+            self.dtype(),
+            self.shape,
+            shown.join(", "),
+            more
+        )
+    }
+}

@@ -1,0 +1,159 @@
+//! Tessera's `cpu` backend: tract's optimized plan (SIMD kernels for AVX2/FMA, NEON and wasm
+//! SIMD128) on the host.
+//!
+//! Threads: by default as many as the machine reports (`std::thread::available_parallelism`);
+//! `threads = 1` runs everything on the calling thread. Plans are built per input signature
+//! (shapes plus the values of folded inputs) and kept in a small cache.
+
+mod plan_cache;
+
+use plan_cache::PlanCache;
+use std::sync::{Arc, Mutex};
+use tessera_core::error::{catch_panic, chain_message};
+use tessera_core::model::specialize::{Folding, PlanKey};
+use tessera_core::tract_bridge::{from_tract, to_tract};
+use tessera_core::tract_onnx::prelude::*;
+use tessera_core::{Backend, BackendStatus, Error, Model, Result, Tensor};
+use tract_linalg::multithread::{Executor, multithread_tract_scope};
+
+type Plan = Arc<TypedRunnableModel>;
+
+/// How many plans (distinct input signatures) a session keeps.
+const PLAN_CACHE_SIZE: usize = 8;
+
+/// Options of the cpu backend.
+#[derive(Debug, Clone, Default)]
+pub struct CpuOptions {
+    /// Worker threads; `None` means one per available core.
+    pub threads: Option<usize>,
+}
+
+/// The default thread count: one per core the OS lets this process use.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The cpu backend is always available; the detail names the SIMD kernels tract selected.
+pub fn status() -> BackendStatus {
+    let isa: Vec<&str> = tract_linalg::isa::native()
+        .iter()
+        .map(|isa| isa.name())
+        .collect();
+    let isa = isa.join(",");
+    BackendStatus {
+        backend: Backend::Cpu,
+        compiled_in: true,
+        available: true,
+        detail: format!(
+            "tract kernels: {isa}; {} thread(s) by default",
+            default_threads()
+        ),
+        devices: vec![cpu_name()],
+    }
+}
+
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name") || l.starts_with("Model"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// A model prepared to run on the cpu backend.
+#[derive(Debug)]
+pub struct CpuSession {
+    model: Arc<Model>,
+    threads: usize,
+    executor: Executor,
+    plans: Mutex<PlanCache<Plan>>,
+    /// Which inputs had to be folded for the last plan built; tried first for new signatures.
+    folding: Mutex<Option<Folding>>,
+}
+
+impl CpuSession {
+    /// Prepares a session; plans are built lazily, per input signature.
+    pub fn new(model: Arc<Model>, options: &CpuOptions) -> Result<CpuSession> {
+        let threads = options.threads.unwrap_or_else(default_threads).max(1);
+        let executor = if threads == 1 {
+            Executor::SingleThread
+        } else {
+            catch_panic("starting the cpu thread pool", || {
+                Ok(Executor::multithread(threads))
+            })?
+        };
+        Ok(CpuSession {
+            model,
+            threads,
+            executor,
+            plans: Mutex::new(PlanCache::new(PLAN_CACHE_SIZE)),
+            folding: Mutex::new(None),
+        })
+    }
+
+    /// Worker threads this session uses.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Runs the model on inputs already checked and ordered as the model declares them.
+    pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let (plan, folding) = self.plan_for(inputs)?;
+        let values: TVec<TValue> = inputs
+            .iter()
+            .zip(&folding)
+            .filter(|(_, folded)| !**folded)
+            .map(|(t, _)| to_tract(t).map(TValue::from))
+            .collect::<Result<_>>()?;
+        let outputs = catch_panic("running the model", || {
+            multithread_tract_scope(self.executor.clone(), || plan.run(values)).map_err(|e| {
+                Error::Run {
+                    backend: "cpu".into(),
+                    message: chain_message(&e),
+                }
+            })
+        })?;
+        outputs.iter().map(|t| from_tract(t)).collect()
+    }
+
+    /// Builds (or fetches) the plan for these inputs without running it.
+    pub fn prepare(&self, inputs: &[Tensor]) -> Result<()> {
+        self.plan_for(inputs).map(drop)
+    }
+
+    fn plan_for(&self, inputs: &[Tensor]) -> Result<(Plan, Folding)> {
+        let preferred = self.folding.lock().map_err(poisoned)?.clone();
+        if let Some(folding) = &preferred {
+            let key = PlanKey::new(inputs, folding);
+            if let Some(plan) = self.plans.lock().map_err(poisoned)?.get(&key) {
+                return Ok((plan, folding.clone()));
+            }
+        }
+        let lowered = self.model.lower(inputs, preferred.as_deref())?;
+        let plan = catch_panic("optimizing the plan", || {
+            lowered
+                .typed
+                .into_optimized()
+                .and_then(|m| m.into_runnable())
+                .map_err(|e| Error::Prepare {
+                    backend: "cpu".into(),
+                    message: chain_message(&e),
+                })
+        })?;
+        let key = PlanKey::new(inputs, &lowered.folding);
+        self.plans
+            .lock()
+            .map_err(poisoned)?
+            .insert(key, plan.clone());
+        *self.folding.lock().map_err(poisoned)? = Some(lowered.folding.clone());
+        Ok((plan, lowered.folding))
+    }
+}
+
+fn poisoned<T>(_: std::sync::PoisonError<T>) -> Error {
+    Error::Internal("a previous run panicked while holding the plan cache".into())
+}

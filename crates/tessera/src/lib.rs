@@ -1,0 +1,111 @@
+//! Run one ONNX file on any device: the library a Rust application depends on.
+//!
+//! ```no_run
+//! use tessera::{Backend, Session, Tensor};
+//! let session = Session::builder().backend(Backend::Cpu).threads(2).load("model.onnx")?;
+//! let x = Tensor::from_vec(vec![1, 3], vec![0.1f32, 0.2, 0.3])?;
+//! for (name, value) in session.run(vec![("x".into(), x)])? {
+//!     println!("{name}: {}", value.summary(4));
+//! }
+//! # Ok::<(), tessera::Error>(())
+//! ```
+//!
+//! Backends are cargo features: `cpu` (default), `wgpu`, `cuda`. A backend that is not compiled
+//! in or not usable here is never replaced silently: asking for it is an error that says why and
+//! lists what is available; [`Backend::Auto`] picks the best available one and says which.
+
+pub mod check;
+mod session;
+
+pub use session::{Session, SessionBuilder};
+pub use tessera_core::tensor::{npy, onnx_pb};
+pub use tessera_core::{
+    Backend, BackendStatus, DType, Dim, Element, Error, IoInfo, Model, ModelInfo, Result, Tensor,
+    TensorData, UnsupportedOp,
+};
+
+/// Every backend, with whether it is compiled in and usable here, best first.
+pub fn backends() -> Vec<BackendStatus> {
+    Backend::PREFERENCE
+        .into_iter()
+        .map(backend_status)
+        .collect()
+}
+
+/// The status of one concrete backend.
+pub fn backend_status(backend: Backend) -> BackendStatus {
+    match backend {
+        #[cfg(feature = "cpu")]
+        Backend::Cpu => tessera_cpu::status(),
+        #[cfg(not(feature = "cpu"))]
+        Backend::Cpu => BackendStatus::not_compiled_in(Backend::Cpu, "cpu"),
+        Backend::Wgpu => BackendStatus::not_compiled_in(Backend::Wgpu, "wgpu"),
+        Backend::Cuda => BackendStatus::not_compiled_in(Backend::Cuda, "cuda"),
+        Backend::Auto => {
+            let (picked, _) =
+                resolve_backend(Backend::Auto).unwrap_or((Backend::Cpu, String::new()));
+            backend_status(picked)
+        }
+    }
+}
+
+/// Turns a requested backend into a usable one, with a sentence saying why it was chosen;
+/// an unusable request is an error naming the reason and the alternatives.
+pub fn resolve_backend(requested: Backend) -> Result<(Backend, String)> {
+    let statuses: Vec<BackendStatus> = Backend::PREFERENCE
+        .into_iter()
+        .map(backend_status)
+        .collect();
+    let available: Vec<String> = statuses
+        .iter()
+        .filter(|s| s.available)
+        .map(|s| s.backend.to_string())
+        .collect();
+    if requested == Backend::Auto {
+        let mut skipped = Vec::new();
+        for status in &statuses {
+            if status.available {
+                let why = if skipped.is_empty() {
+                    format!(
+                        "auto picked {}: the best backend, and available",
+                        status.backend
+                    )
+                } else {
+                    format!("auto picked {}: {}", status.backend, skipped.join("; "))
+                };
+                return Ok((status.backend, why));
+            }
+            skipped.push(format!("{} {}", status.backend, status.detail));
+        }
+        return Err(Error::BackendUnavailable {
+            backend: "auto".into(),
+            reason: skipped.join("; "),
+            available,
+        });
+    }
+    let status = backend_status(requested);
+    if status.available {
+        Ok((requested, format!("{requested} requested")))
+    } else {
+        Err(Error::BackendUnavailable {
+            backend: requested.to_string(),
+            reason: status.detail,
+            available,
+        })
+    }
+}
+
+/// Which of the model's op types a backend can run (`None` when the backend is not compiled in).
+pub fn supported_ops(backend: Backend, info: &ModelInfo) -> Option<Vec<(String, bool)>> {
+    match backend {
+        // A model that loaded is fully supported on cpu: loading rejects ops tract lacks.
+        #[cfg(feature = "cpu")]
+        Backend::Cpu => Some(
+            info.op_histogram
+                .keys()
+                .map(|op| (op.clone(), true))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
