@@ -8,6 +8,7 @@
 
 pub mod info;
 pub mod inputs;
+pub mod quant_barrier;
 pub mod specialize;
 
 use crate::error::{UnsupportedOp, catch_panic, chain_message};
@@ -46,10 +47,27 @@ impl Model {
         Model::from_bytes_in_dir(bytes, None)
     }
 
-    fn from_bytes_in_dir(bytes: &[u8], dir: Option<&Path>) -> Result<Model> {
-        let proto = pb::ModelProto::decode(bytes)
-            .map_err(|e| Error::InvalidModel(format!("cannot decode the protobuf: {e}")))?;
+    /// Reads a model's declared interface without preparing it, with the op types that
+    /// Tessera cannot run (empty when it can run them all).
+    pub fn inspect(path: impl AsRef<Path>) -> Result<(ModelInfo, Vec<UnsupportedOp>)> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let proto = decode(&bytes)?;
         let info = ModelInfo::from_proto(&proto)?;
+        let onnx = crate::ops::onnx();
+        let unsupported = match &proto.graph {
+            Some(graph) => unsupported_ops(graph, &|key| onnx.op_register.0.contains_key(key)),
+            None => vec![],
+        };
+        Ok((info, unsupported))
+    }
+
+    fn from_bytes_in_dir(bytes: &[u8], dir: Option<&Path>) -> Result<Model> {
+        let mut proto = decode(bytes)?;
+        let info = ModelInfo::from_proto(&proto)?;
+        if let Some(graph) = proto.graph.as_mut() {
+            forget_symbolic_annotations(graph, true);
+        }
         let graph = proto
             .graph
             .as_ref()
@@ -95,6 +113,50 @@ impl Model {
     pub(crate) fn graph(&self) -> &InferenceModel {
         &self.graph
     }
+}
+
+/// Symbolic dims in shape annotations (`batch`, `p2o.DynamicDimension.3`...) are often stale or
+/// inconsistent across exporters; the real input shapes decide. Named dims of every annotation
+/// except the top-level inputs become unknown (fixed sizes and dtypes stay), so tract infers them.
+fn forget_symbolic_annotations(graph: &mut pb::GraphProto, top_level: bool) {
+    use pb::tensor_shape_proto::dimension::Value;
+    let inputs = if top_level {
+        &mut [][..]
+    } else {
+        &mut graph.input[..]
+    };
+    let annotations = inputs
+        .iter_mut()
+        .chain(graph.output.iter_mut())
+        .chain(graph.value_info.iter_mut());
+    for value in annotations {
+        if let Some(pb::type_proto::Value::TensorType(tensor)) =
+            value.r#type.as_mut().and_then(|t| t.value.as_mut())
+            && let Some(shape) = tensor.shape.as_mut()
+        {
+            for dim in &mut shape.dim {
+                if matches!(dim.value, Some(Value::DimParam(_))) {
+                    dim.value = None;
+                }
+            }
+        }
+    }
+    for node in &mut graph.node {
+        for attribute in &mut node.attribute {
+            for sub in attribute.g.iter_mut().chain(attribute.graphs.iter_mut()) {
+                forget_symbolic_annotations(sub, false);
+            }
+        }
+    }
+}
+
+fn decode(bytes: &[u8]) -> Result<pb::ModelProto> {
+    let proto = pb::ModelProto::decode(bytes)
+        .map_err(|e| Error::InvalidModel(format!("cannot decode the protobuf: {e}")))?;
+    if proto.graph.is_none() {
+        return Err(Error::InvalidModel("the protobuf holds no graph".into()));
+    }
+    Ok(proto)
 }
 
 /// Every op type of a graph (subgraphs included) that `is_supported` rejects, with a count.

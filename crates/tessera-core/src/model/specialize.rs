@@ -143,6 +143,8 @@ impl Model {
         graph
             .inputs
             .retain(|outlet| !folding[sources.iter().position(|s| s == outlet).unwrap_or(0)]);
-        graph.into_typed()?.into_decluttered()
+        let mut typed = graph.into_typed()?;
+        super::quant_barrier::guard_quantized_softmax(&mut typed)?;
+        typed.into_decluttered()
     }
 }

@@ -1,8 +1,12 @@
 //! Tessera's ONNX op registry: tract-onnx's operators plus the ones the core adds or replaces.
 
+mod if_known;
+
 use tract_onnx::Onnx;
 
 /// The ONNX front end with every operator Tessera knows.
 pub fn onnx() -> Onnx {
-    tract_onnx::onnx()
+    let mut onnx = tract_onnx::onnx();
+    if_known::register(&mut onnx.op_register);
+    onnx
 }

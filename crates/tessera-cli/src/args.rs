@@ -1,0 +1,124 @@
+//! Command-line arguments (clap). Usage errors exit with code 2, failures with 1.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use tessera::Backend;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tessera",
+    version,
+    about = "Run one ONNX file on cpu, wgpu or cuda, and say where it runs."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a model once and print its outputs.
+    Run(RunArgs),
+    /// Show a model's inputs, outputs, opset, ops, and which backends can run them.
+    Inspect(InspectArgs),
+    /// List every backend: available or not, and why; devices found.
+    Devices(DevicesArgs),
+    /// Run MODEL_DIR/model.onnx on every test_data_set_* and compare with output_*.pb.
+    Check(CheckArgs),
+    /// Time loading and running a model.
+    Bench(BenchArgs),
+}
+
+/// Where and how to run.
+#[derive(Debug, Args)]
+pub struct EngineArgs {
+    /// Backend: cpu, wgpu, cuda or auto.
+    #[arg(long, default_value = "cpu", value_parser = parse_backend)]
+    pub backend: Backend,
+    /// Worker threads on the cpu backend [default: one per core].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+}
+
+/// Model inputs: files, or random values.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// An input as NAME=FILE (.npy, .pb); repeat for each input. Inputs not given are random.
+    #[arg(long = "input", short = 'i', value_name = "NAME=FILE")]
+    pub inputs: Vec<String>,
+    /// Size for a symbolic dim of random inputs, as SYMBOL=N (e.g. batch=4). Unnamed open dims are 1.
+    #[arg(long = "dim", value_name = "SYMBOL=N")]
+    pub dims: Vec<String>,
+    /// Seed for random inputs.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The ONNX model file.
+    pub model: PathBuf,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Write each output to DIR/<name>.npy.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// How many values of each output to print.
+    #[arg(long, default_value_t = 8)]
+    pub show: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The ONNX model file.
+    pub model: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DevicesArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// A folder with model.onnx and test_data_set_*/ (the ONNX test layout).
+    pub model_dir: PathBuf,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// Relative tolerance.
+    #[arg(long, default_value_t = 1e-3)]
+    pub rtol: f64,
+    /// Absolute tolerance.
+    #[arg(long, default_value_t = 1e-4)]
+    pub atol: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The ONNX model file.
+    pub model: PathBuf,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Timed runs.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Untimed runs before timing (after the first run).
+    #[arg(long, default_value_t = 3)]
+    pub warmup: u32,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_backend(s: &str) -> Result<Backend, String> {
+    s.parse()
+}

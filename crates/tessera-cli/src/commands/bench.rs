@@ -1,0 +1,100 @@
+//! `tessera bench MODEL`: load time, first run, latency distribution, peak memory.
+
+use super::{builder, describe_engine, millis};
+use crate::args::BenchArgs;
+use crate::inputs::gather;
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(serde::Serialize)]
+struct Report {
+    model: String,
+    backend: String,
+    threads: usize,
+    runs: u32,
+    load_ms: f64,
+    first_run_ms: f64,
+    median_ms: f64,
+    p90_ms: f64,
+    mean_ms: f64,
+    min_ms: f64,
+    peak_rss_mb: Option<f64>,
+}
+
+pub fn run(args: BenchArgs) -> Result<ExitCode> {
+    let start = Instant::now();
+    let session = builder(&args.engine).load(&args.model)?;
+    let inputs: Vec<_> = gather(session.info(), &args.input)?
+        .into_iter()
+        .map(|(n, t, _)| (n, t))
+        .collect();
+    session.prepare(inputs.clone())?;
+    let load_ms = millis(start.elapsed());
+
+    let start = Instant::now();
+    session.run(inputs.clone())?;
+    let first_run_ms = millis(start.elapsed());
+    for _ in 0..args.warmup {
+        session.run(inputs.clone())?;
+    }
+    let progress = if args.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(args.runs.into())
+    };
+    progress.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut times = Vec::with_capacity(args.runs as usize);
+    for _ in 0..args.runs {
+        let feeds = inputs.clone();
+        let start = Instant::now();
+        session.run(feeds)?;
+        times.push(millis(start.elapsed()));
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    times.sort_by(f64::total_cmp);
+    let quantile = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    let report = Report {
+        model: args.model.display().to_string(),
+        backend: session.backend().to_string(),
+        threads: session.threads(),
+        runs: args.runs,
+        load_ms,
+        first_run_ms,
+        median_ms: quantile(0.5),
+        p90_ms: quantile(0.9),
+        mean_ms: times.iter().sum::<f64>() / times.len() as f64,
+        min_ms: times[0],
+        peak_rss_mb: peak_rss_mb(),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!("model: {}", report.model);
+        println!("backend: {}", describe_engine(&session));
+        println!("load (model + plan): {:.2} ms", report.load_ms);
+        println!("first run: {:.2} ms", report.first_run_ms);
+        println!(
+            "latency over {} runs: median {:.3} ms, p90 {:.3} ms, mean {:.3} ms, min {:.3} ms",
+            report.runs, report.median_ms, report.p90_ms, report.mean_ms, report.min_ms
+        );
+        match report.peak_rss_mb {
+            Some(mb) => println!("peak RSS: {mb:.1} MB"),
+            None => println!("peak RSS: not available on this platform"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Peak resident memory of this process (Linux: VmHWM).
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}

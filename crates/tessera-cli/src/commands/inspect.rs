@@ -1,0 +1,90 @@
+//! `tessera inspect MODEL`: the declared interface, the op histogram, and backend support.
+
+use crate::args::InspectArgs;
+use anyhow::Result;
+use std::process::ExitCode;
+use tessera::{Backend, Model};
+
+pub fn run(args: InspectArgs) -> Result<ExitCode> {
+    let (info, unsupported) = Model::inspect(&args.model)?;
+    let support: Vec<(Backend, Option<Vec<(String, bool)>>)> =
+        [Backend::Cpu, Backend::Wgpu, Backend::Cuda]
+            .into_iter()
+            .map(|backend| {
+                let ops = tessera::supported_ops(backend, &info).map(|ops| {
+                    ops.into_iter()
+                        .map(|(op, ok)| {
+                            let ok = ok && !unsupported.iter().any(|u| u.op_type == op);
+                            (op, ok)
+                        })
+                        .collect()
+                });
+                (backend, ops)
+            })
+            .collect();
+    if args.json {
+        let backends: serde_json::Map<String, serde_json::Value> = support
+            .iter()
+            .map(|(backend, ops)| {
+                let value = match ops {
+                    None => serde_json::json!({ "compiled_in": false }),
+                    Some(ops) => serde_json::json!({
+                        "compiled_in": true,
+                        "unsupported": ops.iter().filter(|(_, ok)| !ok).map(|(op, _)| op).collect::<Vec<_>>(),
+                    }),
+                };
+                (backend.to_string(), value)
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "model": info, "backends": backends })
+            )?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("model: {}", args.model.display());
+    println!(
+        "opset: {}{}",
+        info.opset,
+        if info.producer.is_empty() {
+            String::new()
+        } else {
+            format!(", producer: {}", info.producer)
+        }
+    );
+    println!("quantized: {}", if info.quantized { "yes" } else { "no" });
+    println!("inputs:");
+    for input in &info.inputs {
+        println!("  {}: {}", input.name, input.signature());
+    }
+    println!("outputs:");
+    for output in &info.outputs {
+        println!("  {}: {}", output.name, output.signature());
+    }
+    let nodes: usize = info.op_histogram.values().sum();
+    println!("ops ({} types, {nodes} nodes):", info.op_histogram.len());
+    for (op, count) in &info.op_histogram {
+        println!("  {op:<28} {count}");
+    }
+    println!("backends:");
+    for (backend, ops) in &support {
+        match ops {
+            None => println!("  {backend:<5} not compiled in"),
+            Some(ops) => {
+                let missing: Vec<&str> = ops
+                    .iter()
+                    .filter(|(_, ok)| !ok)
+                    .map(|(op, _)| op.as_str())
+                    .collect();
+                if missing.is_empty() {
+                    println!("  {backend:<5} runs all {} op types", ops.len());
+                } else {
+                    println!("  {backend:<5} cannot run: {}", missing.join(", "));
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,47 @@
+//! One module per subcommand.
+
+mod bench;
+mod check;
+mod devices;
+mod inspect;
+mod run;
+
+use crate::args::{Cli, Command, EngineArgs};
+use std::process::ExitCode;
+use tessera::{Session, SessionBuilder};
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Inspect(args) => inspect::run(args),
+        Command::Devices(args) => devices::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Bench(args) => bench::run(args),
+    }
+}
+
+/// The session builder the engine flags ask for.
+fn builder(engine: &EngineArgs) -> SessionBuilder {
+    let builder = Session::builder().backend(engine.backend);
+    match engine.threads {
+        Some(threads) => builder.threads(threads.into()),
+        None => builder,
+    }
+}
+
+/// `cpu (cpu requested), 2 threads`.
+fn describe_engine(session: &Session) -> String {
+    match session.backend() {
+        tessera::Backend::Cpu => format!(
+            "{} ({}), {} thread(s)",
+            session.backend(),
+            session.backend_choice(),
+            session.threads()
+        ),
+        other => format!("{other} ({})", session.backend_choice()),
+    }
+}
+
+fn millis(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}

@@ -1,0 +1,336 @@
+//! Drives the real `tessera` binary the way a user would: exit codes, messages, files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("..")
+}
+
+fn example() -> PathBuf {
+    repo().join("examples").join("text-orientation")
+}
+
+fn tessera(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("spawn tessera")
+}
+
+fn text(output: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tessera-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A failure must be an error message and exit code 1, never a panic.
+fn assert_clean_failure(output: &Output, needle: &str) {
+    let (stdout, stderr) = text(output);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(stderr.contains(needle), "stderr lacks '{needle}': {stderr}");
+    assert!(!stderr.contains("panicked"), "panic: {stderr}");
+}
+
+#[test]
+fn readme_main_job_runs_the_example_on_cpu() {
+    let input = format!(
+        "x={}",
+        example().join("test_data_set_0/input_0.pb").display()
+    );
+    let model = example().join("model.onnx");
+    let out_dir = temp_dir("run");
+    let output = tessera(&[
+        "run",
+        model.to_str().unwrap(),
+        "--input",
+        &input,
+        "--output",
+        out_dir.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("backend: cpu"), "{stdout}");
+    assert!(
+        stdout.contains("output 'softmax_0.tmp_0': float32[1, 2]"),
+        "{stdout}"
+    );
+    // The saved output equals the reference within tolerance.
+    let saved = tessera::npy::read_npy(&out_dir.join("softmax_0.tmp_0.npy")).unwrap();
+    let (_, expected) =
+        tessera::onnx_pb::read_pb(&example().join("test_data_set_0/output_0.pb")).unwrap();
+    assert!(
+        tessera::check::compare("y", &saved, &expected, tessera::check::Tolerance::MODELS).passed
+    );
+}
+
+#[test]
+fn run_with_random_inputs_is_seeded() {
+    let model = example().join("model.onnx");
+    let args = [
+        "run",
+        model.to_str().unwrap(),
+        "--dim",
+        "p2o.DynamicDimension.1=48",
+        "--dim",
+        "p2o.DynamicDimension.2=96",
+        "--seed",
+        "7",
+    ];
+    let first = text(&tessera(&args)).0;
+    let second = text(&tessera(&args)).0;
+    assert!(
+        first.contains("float32[1, 3, 48, 96] (random, seed 7)"),
+        "{first}"
+    );
+    let outputs = |s: &str| {
+        s.lines()
+            .filter(|l| l.starts_with("output"))
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(outputs(&first), outputs(&second));
+}
+
+#[test]
+fn check_passes_on_reference_data_and_fails_on_altered_data() {
+    let output = tessera(&["check", example().to_str().unwrap()]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("max abs err")
+            && stdout.contains("pass")
+            && stdout.contains("1 of 1 data set(s) pass"),
+        "{stdout}"
+    );
+
+    // Same model, expected output altered: check must fail with exit code 1.
+    let dir = temp_dir("check");
+    std::fs::copy(example().join("model.onnx"), dir.join("model.onnx")).unwrap();
+    std::fs::create_dir_all(dir.join("test_data_set_0")).unwrap();
+    std::fs::copy(
+        example().join("test_data_set_0/input_0.pb"),
+        dir.join("test_data_set_0/input_0.pb"),
+    )
+    .unwrap();
+    let (name, expected) =
+        tessera::onnx_pb::read_pb(&example().join("test_data_set_0/output_0.pb")).unwrap();
+    let shifted: Vec<f32> = expected
+        .as_slice::<f32>()
+        .unwrap()
+        .iter()
+        .map(|v| v + 0.01)
+        .collect();
+    let altered = tessera::Tensor::from_vec(expected.shape().to_vec(), shifted).unwrap();
+    tessera::onnx_pb::write_pb(&dir.join("test_data_set_0/output_0.pb"), &name, &altered).unwrap();
+    let output = tessera(&["check", dir.to_str().unwrap()]);
+    let (stdout, _) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("FAIL"), "{stdout}");
+    // A loose enough tolerance accepts it.
+    let output = tessera(&["check", dir.to_str().unwrap(), "--atol", "0.02"]);
+    assert!(output.status.success(), "{}", text(&output).0);
+}
+
+#[test]
+fn malformed_models_are_clear_errors() {
+    let dir = temp_dir("bad");
+    let model = std::fs::read(example().join("model.onnx")).unwrap();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("empty.onnx", vec![]),
+        (
+            "random.onnx",
+            (0..4096u32)
+                .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+                .collect(),
+        ),
+        ("truncated.onnx", model[..model.len() / 3].to_vec()),
+    ];
+    for (file, bytes) in cases {
+        let path = dir.join(file);
+        std::fs::write(&path, bytes).unwrap();
+        assert_clean_failure(&tessera(&["run", path.to_str().unwrap()]), "error:");
+    }
+    assert_clean_failure(
+        &tessera(&["run", "does/not/exist.onnx"]),
+        "does/not/exist.onnx",
+    );
+}
+
+#[test]
+fn wrong_inputs_name_what_the_model_expects() {
+    let model = example().join("model.onnx");
+    let model = model.to_str().unwrap();
+    let dir = temp_dir("inputs");
+    let wrong_dtype = dir.join("ids.npy");
+    tessera::npy::write_npy(
+        &wrong_dtype,
+        &tessera::Tensor::from_vec(vec![1, 3, 48, 192], vec![0i64; 3 * 48 * 192]).unwrap(),
+    )
+    .unwrap();
+    let wrong_rank = dir.join("flat.npy");
+    tessera::npy::write_npy(
+        &wrong_rank,
+        &tessera::Tensor::from_vec(vec![3 * 48], vec![0f32; 3 * 48]).unwrap(),
+    )
+    .unwrap();
+    let wrong_dim = dir.join("four_channels.npy");
+    tessera::npy::write_npy(
+        &wrong_dim,
+        &tessera::Tensor::from_vec(vec![1, 4, 8, 8], vec![0f32; 256]).unwrap(),
+    )
+    .unwrap();
+    let expects =
+        "float32[p2o.DynamicDimension.0, 3, p2o.DynamicDimension.1, p2o.DynamicDimension.2]";
+    for (file, needle) in [
+        (&wrong_dtype, "wrong dtype int64"),
+        (&wrong_rank, "wrong rank 1"),
+        (&wrong_dim, "dim 1 is 4, not 3"),
+    ] {
+        let output = tessera(&["run", model, "--input", &format!("x={}", file.display())]);
+        assert_clean_failure(&output, needle);
+        assert_clean_failure(&output, expects);
+    }
+    assert_clean_failure(
+        &tessera(&["run", model, "--input", "y=whatever.npy"]),
+        "no such input",
+    );
+}
+
+#[test]
+fn unsupported_ops_are_named() {
+    let shared = std::env::var_os("TESSERA_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("..").join("shared"));
+    let model = shared.join("onnx-tests/node/test_image_decoder_decode_bmp_rgb/model.onnx");
+    assert_clean_failure(
+        &tessera(&["run", model.to_str().unwrap()]),
+        "unsupported operator(s): ImageDecoder",
+    );
+    let output = tessera(&["inspect", model.to_str().unwrap()]);
+    assert!(
+        text(&output).0.contains("cpu   cannot run: ImageDecoder"),
+        "{}",
+        text(&output).0
+    );
+}
+
+#[test]
+fn unavailable_backends_say_why_and_list_alternatives() {
+    let model = example().join("model.onnx");
+    for backend in ["wgpu", "cuda"] {
+        let output = tessera(&["run", model.to_str().unwrap(), "--backend", backend]);
+        assert_clean_failure(
+            &output,
+            &format!("backend '{backend}' is not available: not compiled in"),
+        );
+        assert_clean_failure(&output, "Available backends: cpu");
+    }
+    let output = tessera(&["run", model.to_str().unwrap(), "--backend", "auto"]);
+    assert!(
+        text(&output).0.contains("auto picked cpu"),
+        "{}",
+        text(&output).0
+    );
+}
+
+#[test]
+fn usage_errors_exit_with_2() {
+    assert_eq!(tessera(&["run"]).status.code(), Some(2));
+    assert_eq!(
+        tessera(&["run", "m.onnx", "--backend", "tpu"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        tessera(&["run", "m.onnx", "--threads", "0"]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn devices_lists_every_backend() {
+    let output = tessera(&["devices", "--json"]);
+    assert!(output.status.success());
+    let statuses: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let statuses = statuses.as_array().unwrap();
+    let names: Vec<&str> = statuses
+        .iter()
+        .map(|s| s["backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["cuda", "wgpu", "cpu"]);
+    let cpu = &statuses[2];
+    assert_eq!(cpu["available"], true);
+    assert!(cpu["detail"].as_str().unwrap().contains("tract kernels"));
+}
+
+#[test]
+fn inspect_shows_symbolic_dims_and_ops() {
+    let output = tessera(&["inspect", example().join("model.onnx").to_str().unwrap()]);
+    let (stdout, _) = text(&output);
+    assert!(output.status.success());
+    assert!(
+        stdout.contains(
+            "x: float32[p2o.DynamicDimension.0, 3, p2o.DynamicDimension.1, p2o.DynamicDimension.2]"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("opset: 9")
+            && stdout.contains("Conv")
+            && stdout.contains("cpu   runs all 18 op types"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn bench_reports_json() {
+    let input = format!(
+        "x={}",
+        example().join("test_data_set_0/input_0.pb").display()
+    );
+    let output = tessera(&[
+        "bench",
+        example().join("model.onnx").to_str().unwrap(),
+        "--input",
+        &input,
+        "--runs",
+        "3",
+        "--warmup",
+        "1",
+        "--threads",
+        "1",
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", text(&output).1);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["threads"], 1);
+    assert_eq!(report["runs"], 3);
+    for field in [
+        "load_ms",
+        "first_run_ms",
+        "median_ms",
+        "p90_ms",
+        "peak_rss_mb",
+    ] {
+        assert!(
+            report[field].as_f64().is_some_and(|v| v > 0.0),
+            "{field}: {report}"
+        );
+    }
+    assert!(report["p90_ms"].as_f64() >= report["median_ms"].as_f64());
+}
