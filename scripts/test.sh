@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace: unit tests, the CLI driven as a user would, the ONNX node
+# suite and the 20 shared real models. Installs what a fresh machine lacks first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Test data lives beside the repository unless TESSERA_SHARED says otherwise.
+export TESSERA_SHARED="${TESSERA_SHARED:-$(cd .. && pwd)/shared}"
+if [ ! -d "$TESSERA_SHARED/onnx-tests/node" ] || [ ! -d "$TESSERA_SHARED/models" ]; then
+    echo "error: shared test data not found at $TESSERA_SHARED (set TESSERA_SHARED)" >&2
+    exit 1
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "error: cargo not found; install Rust >= 1.91 with rustup" >&2
+    exit 1
+fi
+rustup component add rustfmt >/dev/null 2>&1 || true
+
+cargo fmt --all -- --check
+# Release: the same build the README's main command uses, and the suites run in seconds.
+cargo test --workspace --release --locked
