@@ -171,7 +171,7 @@ impl fmt::Display for DType {
             DType::U64 => "uint64",
             DType::Bool => "bool",
         };
-        f.write_str(name)
+        f.pad(name)
     }
 }
 
