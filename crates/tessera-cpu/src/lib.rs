@@ -1,22 +1,34 @@
 //! Tessera's `cpu` backend: tract's optimized plan (SIMD kernels for AVX2/FMA, NEON and wasm
 //! SIMD128) on the host.
 //!
-//! Threads: by default as many as the machine reports (`std::thread::available_parallelism`);
-//! `threads = 1` runs everything on the calling thread. Plans are built per input signature
-//! (shapes plus the values of folded inputs) and kept in a small cache.
+//! Threads: a pool of `threads` workers (default: as many as `std::thread::available_parallelism`
+//! reports); `threads = 1` runs everything on the calling thread. With a pool, the first runs of
+//! each plan compare pooled and single-threaded execution and keep the faster
+//! ([`threading`]), so more threads are never slower than one. Plans are built per input
+//! signature (shapes plus the values of folded inputs) and kept in a small cache.
 
 mod plan_cache;
+mod threading;
 
 use plan_cache::PlanCache;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use tessera_core::error::{catch_panic, chain_message};
 use tessera_core::model::specialize::{Folding, PlanKey};
 use tessera_core::tract_bridge::{from_tract, to_tract};
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::{Backend, BackendStatus, Error, Model, Result, Tensor};
+use threading::{Calibration, Mode};
 use tract_linalg::multithread::{Executor, multithread_tract_scope};
 
-type Plan = Arc<TypedRunnableModel>;
+/// A runnable plan and how it is best run.
+#[derive(Debug)]
+struct PlanEntry {
+    runnable: Arc<TypedRunnableModel>,
+    calibration: Mutex<Calibration>,
+}
+
+type Plan = Arc<PlanEntry>;
 
 /// How many plans (distinct input signatures) a session keeps.
 const PLAN_CACHE_SIZE: usize = 8;
@@ -109,14 +121,30 @@ impl CpuSession {
             .filter(|(_, folded)| !**folded)
             .map(|(t, _)| to_tract(t).map(TValue::from))
             .collect::<Result<_>>()?;
+        let mode = if self.threads == 1 {
+            Mode::SingleThread
+        } else {
+            plan.calibration.lock().map_err(poisoned)?.next_mode()
+        };
+        let executor = match mode {
+            Mode::SingleThread => Executor::SingleThread,
+            Mode::Pool => self.executor.clone(),
+        };
+        let start = Instant::now();
         let outputs = catch_panic("running the model", || {
-            multithread_tract_scope(self.executor.clone(), || plan.run(values)).map_err(|e| {
+            multithread_tract_scope(executor, || plan.runnable.run(values)).map_err(|e| {
                 Error::Run {
                     backend: "cpu".into(),
                     message: chain_message(&e),
                 }
             })
         })?;
+        if self.threads > 1 {
+            plan.calibration
+                .lock()
+                .map_err(poisoned)?
+                .record(mode, start.elapsed());
+        }
         outputs.iter().map(|t| from_tract(t)).collect()
     }
 
@@ -134,7 +162,7 @@ impl CpuSession {
             }
         }
         let lowered = self.model.lower(inputs, preferred.as_deref())?;
-        let plan = catch_panic("optimizing the plan", || {
+        let runnable = catch_panic("optimizing the plan", || {
             lowered
                 .typed
                 .into_optimized()
@@ -144,6 +172,10 @@ impl CpuSession {
                     message: chain_message(&e),
                 })
         })?;
+        let plan = Arc::new(PlanEntry {
+            runnable,
+            calibration: Mutex::new(Calibration::default()),
+        });
         let key = PlanKey::new(inputs, &lowered.folding);
         self.plans
             .lock()

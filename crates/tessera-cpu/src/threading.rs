@@ -1,0 +1,105 @@
+//! Chooses, per plan, between running on the calling thread and on the session's thread pool.
+//!
+//! tract's multithreaded executor splits matrix products and large element-wise ops across a
+//! rayon pool. On small or branchy models (shufflenet, densenet, mtcnn_pnet) the cost of waking
+//! the pool for every op outweighs the split, and two threads ran slower than one. So the first
+//! runs of each plan alternate single-threaded and pooled execution (the results are identical:
+//! tract splits work only along whole rows and panels), and the plan keeps the faster mode.
+
+use std::time::Duration;
+
+/// Samples taken per mode before deciding.
+const SAMPLES_PER_MODE: usize = 2;
+/// The pool must beat one thread by this factor to be kept (ties go to one thread: less power,
+/// no contention with the rest of the process).
+const POOL_ADVANTAGE: f64 = 0.97;
+
+/// How a run executes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    SingleThread,
+    Pool,
+}
+
+/// The per-plan calibration state.
+#[derive(Debug, Default)]
+pub struct Calibration {
+    single: Vec<Duration>,
+    pool: Vec<Duration>,
+    decided: Option<Mode>,
+}
+
+impl Calibration {
+    /// The mode for the next run.
+    pub fn next_mode(&self) -> Mode {
+        match self.decided {
+            Some(mode) => mode,
+            None if self.single.len() <= self.pool.len() => Mode::SingleThread,
+            None => Mode::Pool,
+        }
+    }
+
+    /// Records how long a run in `mode` took; decides once both modes have their samples.
+    pub fn record(&mut self, mode: Mode, elapsed: Duration) {
+        if self.decided.is_some() {
+            return;
+        }
+        match mode {
+            Mode::SingleThread => self.single.push(elapsed),
+            Mode::Pool => self.pool.push(elapsed),
+        }
+        if self.single.len() >= SAMPLES_PER_MODE && self.pool.len() >= SAMPLES_PER_MODE {
+            let best = |samples: &[Duration]| samples.iter().min().copied().unwrap_or_default();
+            let pool_wins =
+                best(&self.pool).as_secs_f64() < best(&self.single).as_secs_f64() * POOL_ADVANTAGE;
+            let mode = if pool_wins {
+                Mode::Pool
+            } else {
+                Mode::SingleThread
+            };
+            tracing::debug!(?mode, single = ?self.single, pool = ?self.pool, "threading decided");
+            self.decided = Some(mode);
+        }
+    }
+
+    /// The decision, once made.
+    #[cfg(test)]
+    pub fn decided(&self) -> Option<Mode> {
+        self.decided
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn alternates_then_keeps_the_faster_mode() {
+        let mut c = Calibration::default();
+        for (expected, took) in [
+            (Mode::SingleThread, 30),
+            (Mode::Pool, 12),
+            (Mode::SingleThread, 10),
+            (Mode::Pool, 6),
+        ] {
+            assert_eq!(c.next_mode(), expected);
+            c.record(expected, ms(took));
+        }
+        assert_eq!(c.decided(), Some(Mode::Pool));
+        assert_eq!(c.next_mode(), Mode::Pool);
+    }
+
+    #[test]
+    fn a_pool_that_is_not_clearly_faster_loses() {
+        let mut c = Calibration::default();
+        for took in [10, 10, 10, 10] {
+            let mode = c.next_mode();
+            c.record(mode, ms(if mode == Mode::Pool { took } else { took }));
+        }
+        assert_eq!(c.decided(), Some(Mode::SingleThread));
+    }
+}
