@@ -43,7 +43,7 @@ pub struct EngineArgs {
 /// Model inputs: files, or random values.
 #[derive(Debug, Args)]
 pub struct InputArgs {
-    /// An input as NAME=FILE (.npy, .pb); repeat for each input. Inputs not given are random.
+    /// An input as NAME=FILE (.npy, .pb), or an .npz of named arrays; repeatable. Inputs not given are random.
     #[arg(long = "input", short = 'i', value_name = "NAME=FILE")]
     pub inputs: Vec<String>,
     /// Size for a symbolic dim of random inputs, as SYMBOL=N (e.g. batch=4). Unnamed open dims are 1.

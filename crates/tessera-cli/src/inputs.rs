@@ -16,16 +16,32 @@ pub enum Origin {
 
 /// The named inputs of a run, in the model's order, with their origin.
 pub fn gather(info: &ModelInfo, args: &InputArgs) -> Result<Vec<(String, Tensor, Origin)>> {
-    let mut files: HashMap<String, String> = HashMap::new();
-    for spec in &args.inputs {
-        let (name, file) = spec
-            .split_once('=')
-            .with_context(|| format!("--input '{spec}' is not NAME=FILE"))?;
+    let mut given: HashMap<String, (Tensor, String)> = HashMap::new();
+    let check_name = |name: &str| {
         if info.input_index(name).is_none() {
             let names: Vec<&str> = info.inputs.iter().map(|i| i.name.as_str()).collect();
-            bail!("--input '{name}': the model has no such input; its inputs are {names:?}");
+            bail!("input '{name}': the model has no such input; its inputs are {names:?}");
         }
-        files.insert(name.to_string(), file.to_string());
+        Ok(())
+    };
+    for spec in &args.inputs {
+        match spec.split_once('=') {
+            Some((name, file)) => {
+                check_name(name)?;
+                given.insert(
+                    name.to_string(),
+                    (read_tensor(Path::new(file))?, file.to_string()),
+                );
+            }
+            // A .npz holds several named arrays: each feeds the input of the same name.
+            None if spec.ends_with(".npz") => {
+                for (name, tensor) in npy::read_npz(Path::new(spec))? {
+                    check_name(&name)?;
+                    given.insert(name.clone(), (tensor, format!("{spec}:{name}")));
+                }
+            }
+            None => bail!("--input '{spec}' is not NAME=FILE (or an .npz file of named arrays)"),
+        }
     }
     let mut dims: HashMap<String, usize> = HashMap::new();
     for spec in &args.dims {
@@ -41,12 +57,8 @@ pub fn gather(info: &ModelInfo, args: &InputArgs) -> Result<Vec<(String, Tensor,
     let mut rng = StdRng::seed_from_u64(args.seed);
     info.inputs
         .iter()
-        .map(|input| match files.get(&input.name) {
-            Some(file) => Ok((
-                input.name.clone(),
-                read_tensor(Path::new(file))?,
-                Origin::File(file.clone()),
-            )),
+        .map(|input| match given.remove(&input.name) {
+            Some((tensor, origin)) => Ok((input.name.clone(), tensor, Origin::File(origin))),
             None => Ok((
                 input.name.clone(),
                 random_tensor(input, &dims, &mut rng)?,

@@ -78,6 +78,27 @@ fn readme_main_job_runs_the_example_on_cpu() {
 }
 
 #[test]
+fn run_reads_inputs_from_an_npz() {
+    let dir = temp_dir("npz");
+    let (_, x) = tessera::onnx_pb::read_pb(&example().join("test_data_set_0/input_0.pb")).unwrap();
+    let npz = dir.join("inputs.npz");
+    tessera::npy::write_npz(&npz, &[("x".to_string(), x)]).unwrap();
+    let output = tessera(&[
+        "run",
+        example().join("model.onnx").to_str().unwrap(),
+        "--input",
+        npz.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("float32[1, 3, 48, 192] (from ") && stdout.contains("inputs.npz:x"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("[0.576151, 0.423849]"), "{stdout}");
+}
+
+#[test]
 fn run_with_random_inputs_is_seeded() {
     let model = example().join("model.onnx");
     let args = [
