@@ -1,8 +1,14 @@
 //! Tessera's ONNX op registry: tract-onnx's operators plus the ones the core adds or replaces.
 
+mod loss;
+
 use tract_onnx::Onnx;
 
 /// The ONNX front end with every operator Tessera knows.
 pub fn onnx() -> Onnx {
-    tract_onnx::onnx()
+    let mut onnx = tract_onnx::onnx();
+    let reg = &mut onnx.op_register;
+    reg.insert("NegativeLogLikelihoodLoss", loss::nll_loss);
+    reg.insert("SoftmaxCrossEntropyLoss", loss::softmax_cross_entropy_loss);
+    onnx
 }
