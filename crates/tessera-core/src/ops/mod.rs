@@ -1,5 +1,6 @@
 //! Tessera's ONNX op registry: tract-onnx's operators plus the ones the core adds or replaces.
 
+mod cumprod;
 mod loss;
 
 use tract_onnx::Onnx;
@@ -10,5 +11,6 @@ pub fn onnx() -> Onnx {
     let reg = &mut onnx.op_register;
     reg.insert("NegativeLogLikelihoodLoss", loss::nll_loss);
     reg.insert("SoftmaxCrossEntropyLoss", loss::softmax_cross_entropy_loss);
+    reg.insert("CumProd", cumprod::cumprod);
     onnx
 }
