@@ -2,6 +2,7 @@
 
 mod cumprod;
 mod loss;
+mod lp_pool;
 
 use tract_onnx::Onnx;
 
@@ -12,5 +13,6 @@ pub fn onnx() -> Onnx {
     reg.insert("NegativeLogLikelihoodLoss", loss::nll_loss);
     reg.insert("SoftmaxCrossEntropyLoss", loss::softmax_cross_entropy_loss);
     reg.insert("CumProd", cumprod::cumprod);
+    reg.insert("LpPool", lp_pool::lp_pool);
     onnx
 }
