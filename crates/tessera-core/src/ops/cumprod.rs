@@ -12,11 +12,7 @@
 
 use tract_onnx::model::ParsingContext;
 use tract_onnx::pb::NodeProto;
-use tract_onnx::tract_core::internal::*;
-use tract_onnx::tract_hir::internal::{
-    Expansion, InferenceOp, InferenceResult, Solver, TensorProxy, expand,
-};
-use tract_onnx::tract_hir::internal::{check_input_arity, check_output_arity};
+use tract_onnx::tract_hir::internal::*;
 
 /// Builds `CumProd`.
 pub fn cumprod(
