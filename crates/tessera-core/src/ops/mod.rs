@@ -1,5 +1,6 @@
 //! Tessera's ONNX op registry: tract-onnx's operators plus the ones the core adds or replaces.
 
+mod center_crop_pad;
 mod cumprod;
 mod loss;
 mod lp_pool;
@@ -14,5 +15,6 @@ pub fn onnx() -> Onnx {
     reg.insert("SoftmaxCrossEntropyLoss", loss::softmax_cross_entropy_loss);
     reg.insert("CumProd", cumprod::cumprod);
     reg.insert("LpPool", lp_pool::lp_pool);
+    reg.insert("CenterCropPad", center_crop_pad::center_crop_pad);
     onnx
 }
