@@ -1,5 +1,6 @@
 //! Tessera's ONNX op registry: tract-onnx's operators plus the ones the core adds or replaces.
 
+mod affine_grid;
 mod center_crop_pad;
 mod cumprod;
 mod loss;
@@ -16,5 +17,6 @@ pub fn onnx() -> Onnx {
     reg.insert("CumProd", cumprod::cumprod);
     reg.insert("LpPool", lp_pool::lp_pool);
     reg.insert("CenterCropPad", center_crop_pad::center_crop_pad);
+    reg.insert("AffineGrid", affine_grid::affine_grid);
     onnx
 }
