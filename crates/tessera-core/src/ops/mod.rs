@@ -3,6 +3,7 @@
 mod affine_grid;
 mod center_crop_pad;
 mod cumprod;
+mod det;
 mod loss;
 mod lp_pool;
 
@@ -18,5 +19,6 @@ pub fn onnx() -> Onnx {
     reg.insert("LpPool", lp_pool::lp_pool);
     reg.insert("CenterCropPad", center_crop_pad::center_crop_pad);
     reg.insert("AffineGrid", affine_grid::affine_grid);
+    reg.insert("Det", det::det);
     onnx
 }
