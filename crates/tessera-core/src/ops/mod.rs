@@ -6,6 +6,7 @@ mod cumprod;
 mod det;
 mod loss;
 mod lp_pool;
+mod reverse_sequence;
 
 use tract_onnx::Onnx;
 
@@ -20,5 +21,6 @@ pub fn onnx() -> Onnx {
     reg.insert("CenterCropPad", center_crop_pad::center_crop_pad);
     reg.insert("AffineGrid", affine_grid::affine_grid);
     reg.insert("Det", det::det);
+    reg.insert("ReverseSequence", reverse_sequence::reverse_sequence);
     onnx
 }
