@@ -7,6 +7,7 @@ mod det;
 mod loss;
 mod lp_pool;
 mod reverse_sequence;
+mod upsample;
 
 use tract_onnx::Onnx;
 
@@ -22,5 +23,6 @@ pub fn onnx() -> Onnx {
     reg.insert("AffineGrid", affine_grid::affine_grid);
     reg.insert("Det", det::det);
     reg.insert("ReverseSequence", reverse_sequence::reverse_sequence);
+    reg.insert("Upsample", upsample::upsample);
     onnx
 }
