@@ -6,15 +6,12 @@
 //! 16 kHz). This `If` analyses only the taken branch when the condition is a known constant and
 //! inlines that branch into the typed graph; with an unknown condition it behaves as tract's.
 
-use tract_onnx::model::{OnnxOpRegister, ParseResult, ParsingContext};
+use tract_onnx::model::{ParseResult, ParsingContext};
 use tract_onnx::pb::NodeProto;
 use tract_onnx::tract_hir::internal::*;
 
-pub fn register(registry: &mut OnnxOpRegister) {
-    registry.insert("If", parse);
-}
-
-fn parse(
+/// Builds the op from an ONNX `If` node.
+pub fn parse(
     ctx: &ParsingContext,
     node: &NodeProto,
 ) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {

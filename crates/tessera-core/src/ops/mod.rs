@@ -1,12 +1,32 @@
 //! Tessera's ONNX op registry: tract-onnx's operators plus the ones the core adds or replaces.
+//! One file per op (or small family); each module doc links the ONNX spec and states what it
+//! supports.
 
+mod affine_grid;
+mod center_crop_pad;
+mod cumprod;
+mod det;
 mod if_known;
+mod loss;
+mod lp_pool;
+mod reverse_sequence;
+mod upsample;
 
 use tract_onnx::Onnx;
 
 /// The ONNX front end with every operator Tessera knows.
 pub fn onnx() -> Onnx {
     let mut onnx = tract_onnx::onnx();
-    if_known::register(&mut onnx.op_register);
+    let reg = &mut onnx.op_register;
+    reg.insert("If", if_known::parse);
+    reg.insert("NegativeLogLikelihoodLoss", loss::nll_loss);
+    reg.insert("SoftmaxCrossEntropyLoss", loss::softmax_cross_entropy_loss);
+    reg.insert("CumProd", cumprod::cumprod);
+    reg.insert("LpPool", lp_pool::lp_pool);
+    reg.insert("CenterCropPad", center_crop_pad::center_crop_pad);
+    reg.insert("AffineGrid", affine_grid::affine_grid);
+    reg.insert("Det", det::det);
+    reg.insert("ReverseSequence", reverse_sequence::reverse_sequence);
+    reg.insert("Upsample", upsample::upsample);
     onnx
 }

@@ -130,7 +130,7 @@ impl TensorData {
                 TensorData::$variant(
                     bytes
                         .chunks_exact(size)
-                        .map(|c| <$t>::from_le_bytes(c.try_into().expect("chunk has element size")))
+                        .map(|c| <$t>::from_le_bytes(std::array::from_fn(|i| c[i])))
                         .collect(),
                 )
             };
