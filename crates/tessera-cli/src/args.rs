@@ -111,8 +111,9 @@ pub struct BenchArgs {
     /// Timed runs.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
-    /// Untimed runs before timing (after the first run).
-    #[arg(long, default_value_t = 3)]
+    /// Untimed runs before timing, after the first run (the cpu backend compares pooled and
+    /// single-threaded execution over the first 7 runs of a plan).
+    #[arg(long, default_value_t = 6)]
     pub warmup: u32,
     /// Print one JSON object instead of text.
     #[arg(long)]

@@ -8,11 +8,12 @@
 
 use std::time::Duration;
 
-/// Samples taken per mode before deciding.
-const SAMPLES_PER_MODE: usize = 2;
-/// The pool must beat one thread by this factor to be kept (ties go to one thread: less power,
-/// no contention with the rest of the process).
-const POOL_ADVANTAGE: f64 = 0.97;
+/// Samples taken per mode before deciding (after the first run, which is cold and not counted).
+const SAMPLES_PER_MODE: usize = 3;
+/// The pool must beat one thread by this factor to be kept: on a busy or small machine a pool
+/// that is only marginally faster in calibration is often slower afterwards (its idle workers
+/// spin and compete with the caller), and ties go to one thread.
+const POOL_ADVANTAGE: f64 = 0.90;
 
 /// How a run executes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +25,8 @@ pub enum Mode {
 /// The per-plan calibration state.
 #[derive(Debug, Default)]
 pub struct Calibration {
+    /// Whether the cold first run has been seen.
+    warmed: bool,
     single: Vec<Duration>,
     pool: Vec<Duration>,
     decided: Option<Mode>,
@@ -42,6 +45,10 @@ impl Calibration {
     /// Records how long a run in `mode` took; decides once both modes have their samples.
     pub fn record(&mut self, mode: Mode, elapsed: Duration) {
         if self.decided.is_some() {
+            return;
+        }
+        if !self.warmed {
+            self.warmed = true;
             return;
         }
         match mode {

@@ -76,13 +76,21 @@ fn foldable(tensor: &Tensor) -> bool {
 impl Model {
     /// Lowers for these inputs (in model order), folding in as few inputs as works:
     /// `preferred` first (what worked for an earlier run), then none, then the small
-    /// shape-like inputs, then all of them.
+    /// shape-like inputs, then all of them (shape-like first for models with an `If`).
     pub fn lower(&self, inputs: &[Tensor], preferred: Option<&[bool]>) -> Result<Lowered> {
         let none = vec![false; inputs.len()];
         let shape_like: Folding = inputs.iter().map(foldable).collect();
         let all = vec![true; inputs.len()];
+        // With an `If`, fold the small inputs first: a condition that becomes constant lets the
+        // taken branch be inlined and optimized, where tract would otherwise re-plan the branch
+        // on every run (silero_vad_op18_ifless: 10x slower).
+        let order = if self.info().op_histogram.contains_key("If") {
+            [shape_like, none, all]
+        } else {
+            [none, shape_like, all]
+        };
         let mut ladder: Vec<Folding> = preferred.map(<[bool]>::to_vec).into_iter().collect();
-        for candidate in [none, shape_like, all] {
+        for candidate in order {
             if !ladder.contains(&candidate) {
                 ladder.push(candidate);
             }
