@@ -118,6 +118,15 @@ pub struct BenchArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Compare thread counts in one process (e.g. 1,2): one session each, timed runs interleaved,
+    /// so machine noise hits every count alike. Replaces --threads.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "N,N,...",
+        conflicts_with = "threads"
+    )]
+    pub scaling: Option<Vec<u16>>,
 }
 
 fn parse_backend(s: &str) -> Result<Backend, String> {

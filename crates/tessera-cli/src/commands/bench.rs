@@ -24,6 +24,9 @@ struct Report {
 }
 
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
+    if let Some(counts) = &args.scaling {
+        return scaling(&args, counts);
+    }
     let start = Instant::now();
     let session = builder(&args.engine).load(&args.model)?;
     let inputs: Vec<_> = gather(session.info(), &args.input)?
@@ -86,6 +89,88 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         match report.peak_rss_mb {
             Some(mb) => println!("peak RSS: {mb:.1} MB"),
             None => println!("peak RSS: not available on this platform"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(serde::Serialize)]
+struct ScalingEntry {
+    threads: usize,
+    median_ms: f64,
+    p90_ms: f64,
+    /// Median relative to the first thread count's.
+    ratio: f64,
+}
+
+/// `--scaling 1,2`: sessions with each thread count, warmed up, then timed in alternation.
+fn scaling(args: &BenchArgs, counts: &[u16]) -> Result<ExitCode> {
+    if counts.is_empty() || counts.contains(&0) {
+        anyhow::bail!("--scaling needs thread counts of at least 1");
+    }
+    let mut sessions = Vec::new();
+    for &threads in counts {
+        let session = builder(&args.engine)
+            .threads(threads.into())
+            .load(&args.model)?;
+        sessions.push(session);
+    }
+    let inputs: Vec<_> = gather(sessions[0].info(), &args.input)?
+        .into_iter()
+        .map(|(n, t, _)| (n, t))
+        .collect();
+    for session in &sessions {
+        for _ in 0..=args.warmup {
+            session.run(inputs.clone())?;
+        }
+    }
+    let progress = if args.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(args.runs.into())
+    };
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); sessions.len()];
+    for round in 0..args.runs as usize {
+        // Rotate who goes first so neither count always runs on a just-warmed cache.
+        for offset in 0..sessions.len() {
+            let index = (round + offset) % sessions.len();
+            let feeds = inputs.clone();
+            let start = Instant::now();
+            sessions[index].run(feeds)?;
+            times[index].push(millis(start.elapsed()));
+        }
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    let mut entries = Vec::new();
+    for (session, mut samples) in sessions.iter().zip(times) {
+        samples.sort_by(f64::total_cmp);
+        let quantile = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+        entries.push(ScalingEntry {
+            threads: session.threads(),
+            median_ms: quantile(0.5),
+            p90_ms: quantile(0.9),
+            ratio: 0.0,
+        });
+    }
+    let base = entries[0].median_ms;
+    for entry in &mut entries {
+        entry.ratio = entry.median_ms / base;
+    }
+    if args.json {
+        let report = serde_json::json!({ "model": args.model.display().to_string(), "runs": args.runs, "scaling": entries });
+        println!("{report}");
+    } else {
+        println!(
+            "model: {} ({} interleaved runs per thread count)",
+            args.model.display(),
+            args.runs
+        );
+        for entry in &entries {
+            println!(
+                "threads {:>2}: median {:.3} ms, p90 {:.3} ms, {:.2}x the {}-thread median",
+                entry.threads, entry.median_ms, entry.p90_ms, entry.ratio, entries[0].threads
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
