@@ -14,6 +14,10 @@ const SAMPLES_PER_MODE: usize = 3;
 /// that is only marginally faster in calibration is often slower afterwards (its idle workers
 /// spin and compete with the caller), and ties go to one thread.
 const POOL_ADVANTAGE: f64 = 0.90;
+/// Runs after which a decision is re-examined (with 3+3 fresh samples): the load on a shared
+/// machine changes, and with it which mode wins. Costs at most 3 runs in the slower mode per
+/// this many.
+const RECHECK_EVERY: usize = 200;
 
 /// How a run executes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +34,8 @@ pub struct Calibration {
     single: Vec<Duration>,
     pool: Vec<Duration>,
     decided: Option<Mode>,
+    /// Runs since the last decision.
+    since_decision: usize,
 }
 
 impl Calibration {
@@ -45,6 +51,13 @@ impl Calibration {
     /// Records how long a run in `mode` took; decides once both modes have their samples.
     pub fn record(&mut self, mode: Mode, elapsed: Duration) {
         if self.decided.is_some() {
+            self.since_decision += 1;
+            if self.since_decision >= RECHECK_EVERY {
+                self.decided = None;
+                self.since_decision = 0;
+                self.single.clear();
+                self.pool.clear();
+            }
             return;
         }
         if !self.warmed {
@@ -104,6 +117,29 @@ mod tests {
         }
         assert_eq!(c.decided(), Some(Mode::Pool));
         assert_eq!(c.next_mode(), Mode::Pool);
+    }
+
+    #[test]
+    fn decisions_are_re_examined() {
+        let mut c = Calibration::default();
+        for _ in 0..7 {
+            let mode = c.next_mode();
+            c.record(mode, ms(if mode == Mode::Pool { 5 } else { 10 }));
+        }
+        assert_eq!(c.decided(), Some(Mode::Pool));
+        for _ in 0..RECHECK_EVERY {
+            c.record(Mode::Pool, ms(5));
+        }
+        assert_eq!(c.decided(), None, "a fresh comparison starts");
+        for _ in 0..6 {
+            let mode = c.next_mode();
+            c.record(mode, ms(if mode == Mode::Pool { 12 } else { 10 }));
+        }
+        assert_eq!(
+            c.decided(),
+            Some(Mode::SingleThread),
+            "the load changed: one thread now wins"
+        );
     }
 
     #[test]
