@@ -1,7 +1,7 @@
 //! Builds the backend-neutral plan of every shared real model and checks it against tract.
 //!
-//! Shared data: `$TESSERA_SHARED`, else `../shared` beside the repository. Models without a
-//! folder there are skipped (with a note), so the test also passes on a bare checkout.
+//! Shared data: `$TESSERA_SHARED`, else `../shared` beside the repository; missing data is a
+//! failure, never a silent skip.
 
 use std::path::{Path, PathBuf};
 use tessera_core::plan::{KernelOp, Role, placement};
@@ -106,16 +106,24 @@ fn check_model(dir: &Path) -> String {
 #[test]
 fn plans_for_shared_models() {
     let models = shared_dir().join("models");
-    let Ok(entries) = std::fs::read_dir(&models) else {
-        eprintln!("no shared models at {}: skipped", models.display());
-        return;
-    };
+    let entries = std::fs::read_dir(&models).unwrap_or_else(|e| {
+        panic!(
+            "no shared models at {}: {e} (set TESSERA_SHARED)",
+            models.display()
+        )
+    });
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .filter(|p| p.join("model.onnx").exists())
         .collect();
     dirs.sort();
+    assert_eq!(
+        dirs.len(),
+        20,
+        "expected the 20 shared real models in {}",
+        models.display()
+    );
     println!(
         "| model | steps | views | constants | unsupported | peak B | planned B | naive B | fallback B |"
     );
