@@ -7,8 +7,10 @@
 pub mod backend;
 pub mod dtype;
 pub mod error;
+pub mod lower;
 pub mod model;
 pub mod ops;
+pub mod plan;
 pub mod tensor;
 pub mod tract_bridge;
 
@@ -17,6 +19,7 @@ pub use dtype::DType;
 pub use error::{Error, Result, UnsupportedOp};
 pub use model::Model;
 pub use model::info::{Dim, IoInfo, ModelInfo};
+pub use plan::Plan;
 pub use tensor::{Element, Tensor, TensorData};
 
 /// tract, re-exported for the backend crates (not a stable API).

@@ -1,0 +1,457 @@
+//! Shape and dtype rules of every [`KernelOp`]: what a step produces from what it reads.
+//!
+//! A plan copies its shapes from tract's facts; checking each step against these rules catches
+//! a translator that got a parameter wrong before any backend runs it.
+
+use super::kernel::{KernelOp, ReduceOp, UnaryOp, Window};
+use crate::{DType, Error, Result};
+
+type Shape = Vec<usize>;
+
+fn bad(op: &KernelOp, why: impl std::fmt::Display) -> Error {
+    Error::Internal(format!("{}: {why}", op.name()))
+}
+
+fn arity(
+    op: &KernelOp,
+    inputs: &[(&[usize], DType)],
+    range: std::ops::RangeInclusive<usize>,
+) -> Result<()> {
+    if range.contains(&inputs.len()) {
+        Ok(())
+    } else {
+        Err(bad(
+            op,
+            format!("takes {range:?} inputs, got {}", inputs.len()),
+        ))
+    }
+}
+
+fn expect_shape(op: &KernelOp, what: &str, actual: &[usize], declared: &[usize]) -> Result<()> {
+    if actual == declared {
+        Ok(())
+    } else {
+        Err(bad(
+            op,
+            format!("{what} is {actual:?}, the op says {declared:?}"),
+        ))
+    }
+}
+
+/// Pads `shape` with leading 1s to `rank`.
+pub fn padded(shape: &[usize], rank: usize) -> Shape {
+    let mut out = vec![1; rank.saturating_sub(shape.len())];
+    out.extend_from_slice(shape);
+    out
+}
+
+fn broadcasts(op: &KernelOp, operand: &[usize], out: &[usize]) -> Result<()> {
+    if operand.len() == out.len() && operand.iter().zip(out).all(|(&a, &o)| a == o || a == 1) {
+        Ok(())
+    } else {
+        Err(bad(
+            op,
+            format!("{operand:?} does not broadcast to {out:?}"),
+        ))
+    }
+}
+
+fn window_shape(window: &Window, channels: usize) -> (Shape, Shape) {
+    let make = |spatial: &[usize]| {
+        let mut shape = if window.batch_axis {
+            vec![window.batch]
+        } else {
+            vec![]
+        };
+        if window.channels_last {
+            shape.extend_from_slice(spatial);
+            shape.push(channels);
+        } else {
+            shape.push(channels);
+            shape.extend_from_slice(spatial);
+        }
+        shape
+    };
+    (make(&window.input), make(&window.output))
+}
+
+/// The output extent of a window along one axis, as a convolution computes it.
+pub fn conv_output_dim(
+    input: usize,
+    kernel: usize,
+    stride: usize,
+    dilation: usize,
+    before: usize,
+    after: usize,
+) -> Option<usize> {
+    let field = dilation
+        .checked_mul(kernel.checked_sub(1)?)?
+        .checked_add(1)?;
+    let padded = input.checked_add(before)?.checked_add(after)?;
+    Some(padded.checked_sub(field)? / stride.max(1) + 1)
+}
+
+fn check_window(op: &KernelOp, window: &Window) -> Result<()> {
+    let rank = window.input.len();
+    let lens = [
+        window.output.len(),
+        window.kernel.len(),
+        window.strides.len(),
+        window.dilations.len(),
+        window.pads_before.len(),
+        window.pads_after.len(),
+    ];
+    if lens.iter().any(|&l| l != rank) {
+        return Err(bad(op, "window fields have different ranks"));
+    }
+    Ok(())
+}
+
+/// The shapes and dtypes `op` produces from `inputs`, or `None` for [`KernelOp::Opaque`].
+pub fn output_shapes(
+    op: &KernelOp,
+    inputs: &[(&[usize], DType)],
+) -> Result<Option<Vec<(Shape, DType)>>> {
+    let first = |ix: usize| -> Result<(&[usize], DType)> {
+        inputs
+            .get(ix)
+            .copied()
+            .ok_or_else(|| bad(op, format!("missing input {ix}")))
+    };
+    let one = |shape: Shape, dtype: DType| Ok(Some(vec![(shape, dtype)]));
+    match op {
+        KernelOp::Opaque { .. } => Ok(None),
+        KernelOp::Unary {
+            op: unary,
+            dtype,
+            out_dtype,
+        } => {
+            arity(op, inputs, 1..=1)?;
+            let (shape, dt) = first(0)?;
+            if dt != *dtype {
+                return Err(bad(op, format!("input is {dt}, the op says {dtype}")));
+            }
+            let expected_out = match unary {
+                UnaryOp::IsNan | UnaryOp::IsInf { .. } => DType::Bool,
+                _ => *out_dtype,
+            };
+            one(shape.to_vec(), expected_out)
+        }
+        KernelOp::Binary {
+            op: binary,
+            dtype,
+            a_shape,
+            b_shape,
+            out_shape,
+        } => {
+            arity(op, inputs, 2..=2)?;
+            expect_shape(op, "a", &padded(first(0)?.0, out_shape.len()), a_shape)?;
+            expect_shape(op, "b", &padded(first(1)?.0, out_shape.len()), b_shape)?;
+            broadcasts(op, a_shape, out_shape)?;
+            broadcasts(op, b_shape, out_shape)?;
+            let dt = if binary.is_comparison() {
+                DType::Bool
+            } else {
+                *dtype
+            };
+            one(out_shape.clone(), dt)
+        }
+        KernelOp::Select {
+            cond_shape,
+            a_shape,
+            b_shape,
+            out_shape,
+        } => {
+            arity(op, inputs, 3..=3)?;
+            let rank = out_shape.len();
+            expect_shape(op, "cond", &padded(first(0)?.0, rank), cond_shape)?;
+            expect_shape(op, "a", &padded(first(1)?.0, rank), a_shape)?;
+            expect_shape(op, "b", &padded(first(2)?.0, rank), b_shape)?;
+            for s in [cond_shape, a_shape, b_shape] {
+                broadcasts(op, s, out_shape)?;
+            }
+            one(out_shape.clone(), first(1)?.1)
+        }
+        KernelOp::Cast { to, .. } => one(first(0)?.0.to_vec(), *to),
+        KernelOp::Quantize { to, .. } => one(first(0)?.0.to_vec(), *to),
+        KernelOp::Dequantize { .. } => one(first(0)?.0.to_vec(), DType::F32),
+        KernelOp::LookupTable { table, dtype } => {
+            if table.len() != 256 {
+                return Err(bad(op, "table must have 256 entries"));
+            }
+            one(first(0)?.0.to_vec(), *dtype)
+        }
+        KernelOp::MatMul {
+            dtype,
+            batch,
+            m,
+            k,
+            n,
+            a,
+            b,
+            c,
+            out_shape,
+        } => {
+            arity(op, inputs, 2..=2)?;
+            let operands = [
+                (a, first(0)?.0, *m, *k, "A"),
+                (b, first(1)?.0, *k, *n, "B"),
+                (c, out_shape.as_slice(), *m, *n, "C"),
+            ];
+            for (layout, shape, rows, cols, what) in operands {
+                if layout.batch_strides.len() != batch.len() {
+                    return Err(bad(op, format!("{what}: one batch stride per batch axis")));
+                }
+                let len: usize = shape.iter().product();
+                if len == 0 || rows == 0 || cols == 0 || batch.contains(&0) {
+                    continue;
+                }
+                let last = layout.offset
+                    + batch
+                        .iter()
+                        .zip(&layout.batch_strides)
+                        .map(|(d, s)| (d - 1) * s)
+                        .sum::<usize>()
+                    + (rows - 1) * layout.row_stride
+                    + (cols - 1) * layout.col_stride;
+                if last >= len {
+                    return Err(bad(
+                        op,
+                        format!("{what} addresses element {last} of a {shape:?} tensor"),
+                    ));
+                }
+            }
+            one(out_shape.clone(), *dtype)
+        }
+        KernelOp::Conv {
+            dtype,
+            window,
+            in_channels,
+            out_channels,
+            group,
+            has_bias,
+        } => {
+            arity(op, inputs, 2..=3)?;
+            check_window(op, window)?;
+            if inputs.len() != 2 + usize::from(*has_bias) || *group == 0 || in_channels % group != 0
+            {
+                return Err(bad(op, "inconsistent inputs or groups"));
+            }
+            let (input, _) = window_shape(window, *in_channels);
+            expect_shape(op, "input", first(0)?.0, &input)?;
+            for axis in 0..window.input.len() {
+                let expected = conv_output_dim(
+                    window.input[axis],
+                    window.kernel[axis],
+                    window.strides[axis],
+                    window.dilations[axis],
+                    window.pads_before[axis],
+                    window.pads_after[axis],
+                );
+                if expected != Some(window.output[axis]) {
+                    return Err(bad(
+                        op,
+                        format!(
+                            "spatial axis {axis}: output {} but geometry gives {expected:?}",
+                            window.output[axis]
+                        ),
+                    ));
+                }
+            }
+            let mut weights = vec![*out_channels, in_channels / group];
+            weights.extend_from_slice(&window.kernel);
+            expect_shape(op, "weights", first(1)?.0, &weights)?;
+            let (_, output) = window_shape(window, *out_channels);
+            one(output, *dtype)
+        }
+        KernelOp::ConvTranspose {
+            dtype,
+            window,
+            in_channels,
+            out_channels,
+            group,
+            has_bias,
+            ..
+        } => {
+            arity(op, inputs, 2..=3)?;
+            check_window(op, window)?;
+            if inputs.len() != 2 + usize::from(*has_bias) || *group == 0 {
+                return Err(bad(op, "inconsistent inputs or groups"));
+            }
+            let (input, _) = window_shape(window, *in_channels);
+            expect_shape(op, "input", first(0)?.0, &input)?;
+            let (_, output) = window_shape(window, *out_channels);
+            one(output, *dtype)
+        }
+        KernelOp::MaxPool {
+            dtype,
+            window,
+            channels,
+        }
+        | KernelOp::SumPool {
+            dtype,
+            window,
+            channels,
+            ..
+        } => {
+            arity(op, inputs, 1..=1)?;
+            check_window(op, window)?;
+            let (input, output) = window_shape(window, *channels);
+            expect_shape(op, "input", first(0)?.0, &input)?;
+            one(output, *dtype)
+        }
+        KernelOp::Reduce {
+            op: reducer,
+            dtype,
+            input_shape,
+            axes,
+        } => {
+            arity(op, inputs, 1..=1)?;
+            expect_shape(op, "input", first(0)?.0, input_shape)?;
+            let mut shape = input_shape.clone();
+            for &axis in axes {
+                *shape
+                    .get_mut(axis)
+                    .ok_or_else(|| bad(op, "axis out of range"))? = 1;
+            }
+            let dt = match reducer {
+                ReduceOp::ArgMax { .. } | ReduceOp::ArgMin { .. } => DType::I64,
+                _ => *dtype,
+            };
+            one(shape, dt)
+        }
+        KernelOp::Softmax { dtype, shape, .. }
+        | KernelOp::RmsNorm { dtype, shape, .. }
+        | KernelOp::Lrn { dtype, shape, .. } => {
+            arity(op, inputs, 1..=1)?;
+            expect_shape(op, "input", first(0)?.0, shape)?;
+            one(shape.clone(), *dtype)
+        }
+        KernelOp::Transpose {
+            dtype,
+            input_shape,
+            perm,
+        } => {
+            expect_shape(op, "input", first(0)?.0, input_shape)?;
+            let mut sorted = perm.clone();
+            sorted.sort_unstable();
+            if sorted != (0..input_shape.len()).collect::<Vec<_>>() {
+                return Err(bad(op, "not a permutation"));
+            }
+            one(perm.iter().map(|&p| input_shape[p]).collect(), *dtype)
+        }
+        KernelOp::Slice {
+            dtype,
+            input_shape,
+            axis,
+            start,
+            end,
+            step,
+        } => {
+            expect_shape(op, "input", first(0)?.0, input_shape)?;
+            let dim = *input_shape
+                .get(*axis)
+                .ok_or_else(|| bad(op, "axis out of range"))?;
+            if *step == 0 || start > end || *end > dim {
+                return Err(bad(op, "bad range"));
+            }
+            let mut shape = input_shape.clone();
+            shape[*axis] = (end - start).div_ceil(*step);
+            one(shape, *dtype)
+        }
+        KernelOp::Concat {
+            dtype,
+            axis,
+            input_shapes,
+        } => {
+            if inputs.len() != input_shapes.len() || input_shapes.is_empty() {
+                return Err(bad(op, "input count"));
+            }
+            for ((shape, _), declared) in inputs.iter().zip(input_shapes) {
+                expect_shape(op, "input", shape, declared)?;
+            }
+            let mut shape = input_shapes[0].clone();
+            *shape
+                .get_mut(*axis)
+                .ok_or_else(|| bad(op, "axis out of range"))? = input_shapes
+                .iter()
+                .map(|s| s.get(*axis).copied().unwrap_or(0))
+                .sum();
+            one(shape, *dtype)
+        }
+        KernelOp::Gather {
+            dtype,
+            data_shape,
+            indices_shape,
+            axis,
+            ..
+        } => {
+            arity(op, inputs, 2..=2)?;
+            expect_shape(op, "data", first(0)?.0, data_shape)?;
+            expect_shape(op, "indices", first(1)?.0, indices_shape)?;
+            if *axis >= data_shape.len() {
+                return Err(bad(op, "axis out of range"));
+            }
+            let mut shape = data_shape[..*axis].to_vec();
+            shape.extend_from_slice(indices_shape);
+            shape.extend_from_slice(&data_shape[axis + 1..]);
+            one(shape, *dtype)
+        }
+        KernelOp::Pad {
+            dtype,
+            input_shape,
+            pads,
+            ..
+        } => {
+            expect_shape(op, "input", first(0)?.0, input_shape)?;
+            if pads.len() != input_shape.len() {
+                return Err(bad(op, "one pad pair per axis"));
+            }
+            one(
+                input_shape
+                    .iter()
+                    .zip(pads)
+                    .map(|(d, (b, a))| d + b + a)
+                    .collect(),
+                *dtype,
+            )
+        }
+        KernelOp::Broadcast {
+            dtype,
+            input_shape,
+            output_shape,
+        } => {
+            expect_shape(
+                op,
+                "input",
+                &padded(first(0)?.0, output_shape.len()),
+                input_shape,
+            )?;
+            broadcasts(op, input_shape, output_shape)?;
+            one(output_shape.clone(), *dtype)
+        }
+        KernelOp::Upsample {
+            dtype,
+            input_shape,
+            scales,
+        } => {
+            expect_shape(op, "input", first(0)?.0, input_shape)?;
+            if scales.len() != input_shape.len() {
+                return Err(bad(op, "one scale per axis"));
+            }
+            one(
+                input_shape.iter().zip(scales).map(|(d, s)| d * s).collect(),
+                *dtype,
+            )
+        }
+        KernelOp::LstmEpilogue { dtype, hidden } => {
+            arity(op, inputs, 2..=2)?;
+            let state = first(1)?.0.to_vec();
+            let rows: usize = state.iter().product::<usize>() / hidden.max(&1);
+            if first(0)?.0.iter().product::<usize>() != rows * 4 * hidden {
+                return Err(bad(op, "pre-activations must hold 4*hidden per state row"));
+            }
+            Ok(Some(vec![(state.clone(), *dtype), (state, *dtype)]))
+        }
+    }
+}
