@@ -68,3 +68,17 @@ fn random_bytes_are_errors() {
         );
     }
 }
+
+/// Found by `scripts/fuzz-smoke.sh`: a graph output that nothing produces made tract index a
+/// missing key (a panic). It is now rejected before tract sees the model.
+#[test]
+fn undefined_graph_output_is_an_error() {
+    use prost::Message;
+    use tessera_core::tract_onnx::pb;
+    let mut proto = pb::ModelProto::decode(&example_model()[..]).unwrap();
+    proto.graph.as_mut().unwrap().output[0].name = "nobody_makes_this".into();
+    let err = Model::from_bytes(&proto.encode_to_vec())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("declares output 'nobody_makes_this'"), "{err}");
+}

@@ -166,14 +166,54 @@ fn check_dtypes(graph: &pb::GraphProto) -> Result<()> {
     found.map_or(Ok(()), Err)
 }
 
+/// Every tensor name a graph or its subgraphs define (node outputs, initializers, inputs).
+fn defined_names<'a>(graph: &'a pb::GraphProto, names: &mut HashSet<&'a str>) {
+    names.extend(graph.input.iter().map(|i| i.name.as_str()));
+    names.extend(graph.initializer.iter().map(|i| i.name.as_str()));
+    for node in &graph.node {
+        names.extend(node.output.iter().map(String::as_str));
+        for attribute in &node.attribute {
+            for sub in attribute.g.iter().chain(attribute.graphs.iter()) {
+                defined_names(sub, names);
+            }
+        }
+    }
+}
+
+/// Rejects graphs whose outputs name tensors nothing defines (tract would index a missing key).
+fn check_outputs_defined(graph: &pb::GraphProto, defined: &HashSet<&str>) -> Result<()> {
+    if let Some(output) = graph
+        .output
+        .iter()
+        .find(|o| !defined.contains(o.name.as_str()))
+    {
+        return Err(Error::InvalidModel(format!(
+            "graph '{}' declares output '{}', which no node, initializer or input produces",
+            graph.name, output.name
+        )));
+    }
+    for node in &graph.node {
+        for attribute in &node.attribute {
+            for sub in attribute.g.iter().chain(attribute.graphs.iter()) {
+                check_outputs_defined(sub, defined)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 impl ModelInfo {
-    /// Reads the declared interface of a model proto and checks its element types.
+    /// Reads the declared interface of a model proto, checks its element types and that its
+    /// outputs are defined.
     pub fn from_proto(proto: &pb::ModelProto) -> Result<ModelInfo> {
         let graph = proto
             .graph
             .as_ref()
             .ok_or_else(|| Error::InvalidModel("the model has no graph".into()))?;
         check_dtypes(graph)?;
+        let mut defined = HashSet::new();
+        defined_names(graph, &mut defined);
+        check_outputs_defined(graph, &defined)?;
         let initializers: HashSet<&str> =
             graph.initializer.iter().map(|i| i.name.as_str()).collect();
         let inputs = graph
