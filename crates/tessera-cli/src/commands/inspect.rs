@@ -5,23 +5,25 @@ use anyhow::Result;
 use std::process::ExitCode;
 use tessera::{Backend, Model};
 
+/// Per backend: `None` when not compiled in, else each op type and whether it runs there.
+type Support = Vec<(Backend, Option<Vec<(String, bool)>>)>;
+
 pub fn run(args: InspectArgs) -> Result<ExitCode> {
     let (info, unsupported) = Model::inspect(&args.model)?;
-    let support: Vec<(Backend, Option<Vec<(String, bool)>>)> =
-        [Backend::Cpu, Backend::Wgpu, Backend::Cuda]
-            .into_iter()
-            .map(|backend| {
-                let ops = tessera::supported_ops(backend, &info).map(|ops| {
-                    ops.into_iter()
-                        .map(|(op, ok)| {
-                            let ok = ok && !unsupported.iter().any(|u| u.op_type == op);
-                            (op, ok)
-                        })
-                        .collect()
-                });
-                (backend, ops)
-            })
-            .collect();
+    let support: Support = [Backend::Cpu, Backend::Wgpu, Backend::Cuda]
+        .into_iter()
+        .map(|backend| {
+            let ops = tessera::supported_ops(backend, &info).map(|ops| {
+                ops.into_iter()
+                    .map(|(op, ok)| {
+                        let ok = ok && !unsupported.iter().any(|u| u.op_type == op);
+                        (op, ok)
+                    })
+                    .collect()
+            });
+            (backend, ops)
+        })
+        .collect();
     if args.json {
         let backends: serde_json::Map<String, serde_json::Value> = support
             .iter()

@@ -133,9 +133,10 @@ impl Model {
         }
         // Trust the real inputs over the model's output annotations (which may be stale).
         for ix in 0..graph.outputs.len() {
-            let dt = graph.output_fact(ix)?.datum_type;
-            let mut fact = InferenceFact::default();
-            fact.datum_type = dt;
+            let fact = InferenceFact {
+                datum_type: graph.output_fact(ix)?.datum_type,
+                ..Default::default()
+            };
             graph.set_output_fact(ix, fact)?;
         }
         for ((outlet, tensor), &fold) in sources.iter().zip(inputs).zip(folding) {

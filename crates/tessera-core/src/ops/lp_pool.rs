@@ -111,10 +111,10 @@ impl Expansion for LpPool {
         );
         let rank = fact.rank();
         let scalar = |v: f64| -> TractResult<Tensor> {
-            Ok(tensor0(v)
+            tensor0(v)
                 .cast_to_dt(fact.datum_type)?
                 .into_owned()
-                .broadcast_into_rank(rank)?)
+                .broadcast_into_rank(rank)
         };
         let mut wire = inputs[0];
         if self.p == 1 {

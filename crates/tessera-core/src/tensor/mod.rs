@@ -116,7 +116,7 @@ impl TensorData {
     /// Decodes little-endian bytes (the layout of `.npy` bodies and ONNX `raw_data`).
     pub fn from_le_bytes(dtype: DType, bytes: &[u8]) -> Result<TensorData> {
         let size = dtype.size_of();
-        if bytes.len() % size != 0 {
+        if !bytes.len().is_multiple_of(size) {
             return Err(Error::tensor_data(
                 None,
                 format!(
