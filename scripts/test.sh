@@ -17,6 +17,18 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 rustup component add rustfmt >/dev/null 2>&1 || true
 
+# The wgpu tests run for real on Mesa's software Vulkan driver (lavapipe) where no GPU exists.
+if ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing mesa-vulkan-drivers (lavapipe) for the wgpu tests"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mesa-vulkan-drivers >/dev/null
+    else
+        echo "error: the wgpu tests need a Vulkan driver: install mesa-vulkan-drivers (lavapipe)" >&2
+        exit 1
+    fi
+fi
+
 cargo fmt --all -- --check
 # Release: the same build the README's main command uses, and the suites run in seconds.
 cargo test --workspace --release --locked

@@ -39,6 +39,9 @@ pub fn backend_status(backend: Backend) -> BackendStatus {
         Backend::Cpu => tessera_cpu::status(),
         #[cfg(not(feature = "cpu"))]
         Backend::Cpu => BackendStatus::not_compiled_in(Backend::Cpu, "cpu"),
+        #[cfg(feature = "wgpu")]
+        Backend::Wgpu => tessera_wgpu::status(),
+        #[cfg(not(feature = "wgpu"))]
         Backend::Wgpu => BackendStatus::not_compiled_in(Backend::Wgpu, "wgpu"),
         Backend::Cuda => BackendStatus::not_compiled_in(Backend::Cuda, "cuda"),
         Backend::Auto => {
