@@ -165,7 +165,7 @@ pub(super) fn conv_transpose(
     };
     let (ig, og) = check_groups(in_channels, out_channels, group)?;
     let kernel: usize = window.kernel.iter().product();
-    if w.shape.iter().product::<usize>() != in_channels * og * kernel {
+    if w.shape.iter().product::<usize>() != out_channels * ig * kernel {
         return Err(fail(format!(
             "weights {:?} for {in_channels} -> {out_channels} channels",
             w.shape
@@ -187,21 +187,22 @@ pub(super) fn conv_transpose(
         };
         let targets = taps(&backwards, &gout.spatial);
         let mut out = vec![T::ZERO; window.batch * gout.batch];
-        let w_layout = MatLayout { offset: 0, batch_strides: vec![], row_stride: og * kernel, col_stride: 1 };
+        let w_layout = MatLayout { offset: 0, batch_strides: vec![], row_stride: 1, col_stride: kernel };
         let x_layout = MatLayout { offset: 0, batch_strides: vec![], row_stride: gin.channel, col_stride: gin.flat_spatial };
         for n in 0..window.batch {
             for g in 0..group {
-                let wg = view(&ws, g * ig * og * kernel, (ig, og * kernel), &w_layout)?;
                 let xg = view(&xs, n * gin.batch + g * ig * gin.channel, (ig, inputs), &x_layout)?;
-                // cols[(o, tap), p] = sum_ci w[ci, o, tap] x[ci, p]
-                let mut cols = Array2::<T>::zeros((og * kernel, inputs));
-                ndarray::linalg::general_mat_mul(T::ONE, &wg.t(), &xg, T::ZERO, &mut cols);
                 for o in 0..og {
-                    let base = n * gout.batch + (g * og + o) * gout.channel;
+                    let channel = g * og + o;
+                    // w[channel, ci, tap] as a (tap, ci) matrix.
+                    let wo = view(&ws, channel * ig * kernel, (kernel, ig), &w_layout)?;
+                    // cols[tap, p] = sum_ci w[channel, ci, tap] x[ci, p]
+                    let mut cols = Array2::<T>::zeros((kernel, inputs));
+                    ndarray::linalg::general_mat_mul(T::ONE, &wo, &xg, T::ZERO, &mut cols);
+                    let base = n * gout.batch + channel * gout.channel;
                     for t in 0..kernel {
-                        let row = cols.row(o * kernel + t);
                         let targets = &targets[t * inputs..(t + 1) * inputs];
-                        for (&v, target) in row.iter().zip(targets) {
+                        for (&v, target) in cols.row(t).iter().zip(targets) {
                             if let Some(offset) = target {
                                 out[base + offset] += v;
                             }

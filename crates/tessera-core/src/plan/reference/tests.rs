@@ -514,3 +514,31 @@ fn opaque_steps_are_an_error_naming_the_op() {
     .unwrap_err();
     assert!(err.to_string().contains("Scan"), "{err}");
 }
+
+#[test]
+fn conv_transpose_weights_are_output_major_with_groups() {
+    // 2 input channels in 2 groups -> 4 output channels, 1x1 kernel, stride 1, one pixel:
+    // weights [O = 4, I/group = 1, 1, 1]; output channel o reads input channel o / 2.
+    let window = window2((1, 1), (1, 1), 1, 1, 1, 0);
+    let op = KernelOp::ConvTranspose {
+        dtype: DType::F32,
+        window,
+        in_channels: 2,
+        out_channels: 4,
+        group: 2,
+        adjustments: vec![0, 0],
+        has_bias: false,
+    };
+    let out = run(
+        op,
+        &[
+            (vec![1, 2, 1, 1], TensorData::F32(vec![3.0, 5.0])),
+            (
+                vec![4, 1, 1, 1],
+                TensorData::F32(vec![1.0, 10.0, 100.0, 1000.0]),
+            ),
+        ],
+        (&[1, 4, 1, 1], DType::F32),
+    );
+    close(&f32s(&out[0]), &[3.0, 30.0, 500.0, 5000.0]);
+}
