@@ -247,8 +247,9 @@ pub enum KernelOp {
         group: usize,
         has_bias: bool,
     },
-    /// Transposed convolution. Inputs: `x`, `weights` (`I, O/group, kernel...`), then `bias`
-    /// when `has_bias`. `window.input` is the (small) input, `window.output` the (large)
+    /// Transposed convolution. Inputs: `x`, `weights` (`O, I/group, kernel...`: tract's
+    /// `Deconv` kernel, which tract's ONNX importer regroups from ONNX's `I, O/group, kernel...`),
+    /// then `bias` when `has_bias`. `window.input` is the (small) input, `window.output` the (large)
     /// output; `adjustments` are ONNX `output_padding`.
     ConvTranspose {
         dtype: DType,

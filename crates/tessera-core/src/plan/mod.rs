@@ -13,6 +13,7 @@
 pub mod kernel;
 pub mod memory;
 pub mod placement;
+pub mod reference;
 pub mod shapes;
 
 pub use kernel::{BinaryOp, KernelOp, MatLayout, PadMode, ReduceOp, UnaryOp, Window};

@@ -280,6 +280,9 @@ pub fn output_shapes(
             }
             let (input, _) = window_shape(window, *in_channels);
             expect_shape(op, "input", first(0)?.0, &input)?;
+            let mut weights = vec![*out_channels, in_channels / group];
+            weights.extend_from_slice(&window.kernel);
+            expect_shape(op, "weights", first(1)?.0, &weights)?;
             let (_, output) = window_shape(window, *out_channels);
             one(output, *dtype)
         }

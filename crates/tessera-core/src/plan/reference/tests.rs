@@ -1,0 +1,544 @@
+//! Kernels on tiny hand-made inputs, checked against values worked out by hand or by a
+//! direct loop written differently from the kernel.
+
+use super::*;
+use crate::plan::{BinaryOp, KernelOp, MatLayout, PadMode, ReduceOp, Window};
+
+fn f32s(t: &TensorData) -> Vec<f32> {
+    match t {
+        TensorData::F32(v) => v.clone(),
+        other => panic!("expected f32, got {}", other.dtype()),
+    }
+}
+
+fn step(op: KernelOp) -> Step {
+    Step {
+        node: "test".into(),
+        op,
+        inputs: vec![],
+        outputs: vec![],
+    }
+}
+
+/// Runs one op on `(shape, data)` inputs; the output shape is only used by a few ops.
+fn run(
+    op: KernelOp,
+    inputs: &[(Vec<usize>, TensorData)],
+    out: (&[usize], DType),
+) -> Vec<TensorData> {
+    let args: Vec<Arg> = inputs
+        .iter()
+        .map(|(shape, data)| Arg { shape, data })
+        .collect();
+    run_step(&step(op), &args, &[out]).unwrap()
+}
+
+fn close(actual: &[f32], expected: &[f32]) {
+    assert_eq!(actual.len(), expected.len(), "{actual:?} vs {expected:?}");
+    for (a, e) in actual.iter().zip(expected) {
+        assert!(
+            (a - e).abs() <= 1e-5 + 1e-5 * e.abs(),
+            "{actual:?} vs {expected:?}"
+        );
+    }
+}
+
+fn seq(n: usize) -> Vec<f32> {
+    (0..n).map(|i| i as f32).collect()
+}
+
+fn plain(_rows: usize, cols: usize) -> MatLayout {
+    MatLayout {
+        offset: 0,
+        batch_strides: vec![],
+        row_stride: cols,
+        col_stride: 1,
+    }
+}
+
+#[test]
+fn matmul_with_broadcast_and_transposed_strides() {
+    // A: [2 batches, 2x3]; B: one 3x2 matrix shared by both batches (batch stride 0), stored
+    // transposed (as [2, 3]); C: [2, 2, 2].
+    let a = seq(12);
+    let b = vec![1.0, 0.0, 2.0, /* col 1 */ 0.0, 1.0, -1.0];
+    let op = KernelOp::MatMul {
+        dtype: DType::F32,
+        out_shape: vec![2, 2, 2],
+        batch: vec![2],
+        m: 2,
+        k: 3,
+        n: 2,
+        a: MatLayout {
+            batch_strides: vec![6],
+            ..plain(2, 3)
+        },
+        b: MatLayout {
+            offset: 0,
+            batch_strides: vec![0],
+            row_stride: 1,
+            col_stride: 3,
+        },
+        c: MatLayout {
+            batch_strides: vec![4],
+            ..plain(2, 2)
+        },
+    };
+    let out = run(
+        op,
+        &[
+            (vec![2, 2, 3], TensorData::F32(a.clone())),
+            (vec![2, 3], TensorData::F32(b.clone())),
+        ],
+        (&[2, 2, 2], DType::F32),
+    );
+    // Direct loop: B[k][n] = b[n * 3 + k].
+    let mut expected = vec![];
+    for batch in 0..2 {
+        for m in 0..2 {
+            for n in 0..2 {
+                expected.push(
+                    (0..3)
+                        .map(|k| a[batch * 6 + m * 3 + k] * b[n * 3 + k])
+                        .sum(),
+                );
+            }
+        }
+    }
+    close(&f32s(&out[0]), &expected);
+    assert_eq!(f32s(&out[0])[..2], [4.0, -1.0]);
+}
+
+#[test]
+fn matmul_integers() {
+    let op = KernelOp::MatMul {
+        dtype: DType::I64,
+        out_shape: vec![1, 1],
+        batch: vec![],
+        m: 1,
+        k: 2,
+        n: 1,
+        a: plain(1, 2),
+        b: plain(2, 1),
+        c: plain(1, 1),
+    };
+    let out = run(
+        op,
+        &[
+            (vec![1, 2], TensorData::I64(vec![3, -4])),
+            (vec![2, 1], TensorData::I64(vec![5, 6])),
+        ],
+        (&[1, 1], DType::I64),
+    );
+    assert_eq!(out[0], TensorData::I64(vec![-9]));
+}
+
+/// A direct 2D convolution, NCHW, batch 1.
+#[allow(clippy::too_many_arguments)]
+fn direct_conv(
+    x: &[f32],
+    (c, h, w): (usize, usize, usize),
+    weights: &[f32],
+    (o, kh, kw): (usize, usize, usize),
+    group: usize,
+    stride: usize,
+    dilation: usize,
+    pad: usize,
+    (oh, ow): (usize, usize),
+) -> Vec<f32> {
+    let (ig, og) = (c / group, o / group);
+    let mut out = vec![0.0; o * oh * ow];
+    for oc in 0..o {
+        let g = oc / og;
+        for y in 0..oh {
+            for xo in 0..ow {
+                let mut acc = 0.0;
+                for ci in 0..ig {
+                    for ky in 0..kh {
+                        for kx in 0..kw {
+                            let iy = (y * stride + ky * dilation) as i64 - pad as i64;
+                            let ix = (xo * stride + kx * dilation) as i64 - pad as i64;
+                            if iy < 0 || ix < 0 || iy >= h as i64 || ix >= w as i64 {
+                                continue;
+                            }
+                            let xv = x[((g * ig + ci) * h + iy as usize) * w + ix as usize];
+                            let wv = weights[((oc * ig + ci) * kh + ky) * kw + kx];
+                            acc += xv * wv;
+                        }
+                    }
+                }
+                out[(oc * oh + y) * ow + xo] = acc;
+            }
+        }
+    }
+    out
+}
+
+fn window2(
+    input: (usize, usize),
+    output: (usize, usize),
+    kernel: usize,
+    stride: usize,
+    dilation: usize,
+    pad: usize,
+) -> Window {
+    Window {
+        batch: 1,
+        batch_axis: true,
+        channels_last: false,
+        input: vec![input.0, input.1],
+        output: vec![output.0, output.1],
+        kernel: vec![kernel, kernel],
+        strides: vec![stride, stride],
+        dilations: vec![dilation, dilation],
+        pads_before: vec![pad, pad],
+        pads_after: vec![pad, pad],
+    }
+}
+
+#[test]
+fn conv_with_padding_stride_dilation_groups() {
+    // 4 channels in 2 groups -> 6 channels; 5x6 input, 3x3 kernel, stride 2, dilation 2, pad 2.
+    let (c, h, w, o, k) = (4, 5, 6, 6, 3);
+    let (stride, dilation, pad) = (2, 2, 2);
+    let oh = (h + 2 * pad - dilation * (k - 1) - 1) / stride + 1;
+    let ow = (w + 2 * pad - dilation * (k - 1) - 1) / stride + 1;
+    let x: Vec<f32> = (0..c * h * w)
+        .map(|i| ((i * 7) % 11) as f32 - 5.0)
+        .collect();
+    let weights: Vec<f32> = (0..o * 2 * k * k)
+        .map(|i| ((i * 5) % 7) as f32 * 0.5 - 1.0)
+        .collect();
+    let bias: Vec<f32> = (0..o).map(|i| i as f32 * 0.25).collect();
+    let op = KernelOp::Conv {
+        dtype: DType::F32,
+        window: window2((h, w), (oh, ow), k, stride, dilation, pad),
+        in_channels: c,
+        out_channels: o,
+        group: 2,
+        has_bias: true,
+    };
+    let out = run(
+        op,
+        &[
+            (vec![1, c, h, w], TensorData::F32(x.clone())),
+            (vec![o, 2, k, k], TensorData::F32(weights.clone())),
+            (vec![o], TensorData::F32(bias.clone())),
+        ],
+        (&[1, o, oh, ow], DType::F32),
+    );
+    let mut expected = direct_conv(
+        &x,
+        (c, h, w),
+        &weights,
+        (o, k, k),
+        2,
+        stride,
+        dilation,
+        pad,
+        (oh, ow),
+    );
+    for (i, v) in expected.iter_mut().enumerate() {
+        *v += bias[i / (oh * ow)];
+    }
+    close(&f32s(&out[0]), &expected);
+}
+
+#[test]
+fn conv_channels_last_matches_channels_first() {
+    let (c, h, w, o) = (2, 3, 3, 1);
+    let x: Vec<f32> = seq(c * h * w);
+    let weights = vec![1.0; o * c];
+    // NHWC copy of x.
+    let mut nhwc = vec![0.0; x.len()];
+    for ch in 0..c {
+        for p in 0..h * w {
+            nhwc[p * c + ch] = x[ch * h * w + p];
+        }
+    }
+    let mut window = window2((h, w), (h, w), 1, 1, 1, 0);
+    window.channels_last = true;
+    let op = KernelOp::Conv {
+        dtype: DType::F32,
+        window,
+        in_channels: c,
+        out_channels: o,
+        group: 1,
+        has_bias: false,
+    };
+    let out = run(
+        op,
+        &[
+            (vec![1, h, w, c], TensorData::F32(nhwc)),
+            (vec![o, c, 1, 1], TensorData::F32(weights)),
+        ],
+        (&[1, h, w, o], DType::F32),
+    );
+    let expected: Vec<f32> = (0..h * w).map(|p| x[p] + x[h * w + p]).collect();
+    close(&f32s(&out[0]), &expected);
+}
+
+#[test]
+fn conv_transpose_stride_two() {
+    // One channel 2x2 -> 4x4 with a 2x2 kernel, stride 2: each input pixel stamps the kernel.
+    let mut window = window2((2, 2), (4, 4), 2, 2, 1, 0);
+    window.batch = 1;
+    let op = KernelOp::ConvTranspose {
+        dtype: DType::F32,
+        window,
+        in_channels: 1,
+        out_channels: 1,
+        group: 1,
+        adjustments: vec![0, 0],
+        has_bias: true,
+    };
+    let out = run(
+        op,
+        &[
+            (vec![1, 1, 2, 2], TensorData::F32(vec![1.0, 2.0, 3.0, 4.0])),
+            (
+                vec![1, 1, 2, 2],
+                TensorData::F32(vec![1.0, 10.0, 100.0, 1000.0]),
+            ),
+            (vec![1], TensorData::F32(vec![0.5])),
+        ],
+        (&[1, 1, 4, 4], DType::F32),
+    );
+    let k = [1.0, 10.0, 100.0, 1000.0];
+    let xs = [1.0, 2.0, 3.0, 4.0];
+    let mut expected = vec![0.5; 16];
+    for iy in 0..2 {
+        for ix in 0..2 {
+            for ky in 0..2 {
+                for kx in 0..2 {
+                    expected[(iy * 2 + ky) * 4 + ix * 2 + kx] += xs[iy * 2 + ix] * k[ky * 2 + kx];
+                }
+            }
+        }
+    }
+    close(&f32s(&out[0]), &expected);
+}
+
+#[test]
+fn pools_ignore_padding() {
+    let window = window2((2, 2), (2, 2), 2, 1, 1, 1);
+    let window = Window {
+        pads_after: vec![0, 0],
+        ..window
+    };
+    let x = (vec![1, 1, 2, 2], TensorData::F32(vec![1.0, -2.0, 3.0, 4.0]));
+    let max = run(
+        KernelOp::MaxPool {
+            dtype: DType::F32,
+            window: window.clone(),
+            channels: 1,
+        },
+        std::slice::from_ref(&x),
+        (&[1, 1, 2, 2], DType::F32),
+    );
+    close(&f32s(&max[0]), &[1.0, 1.0, 3.0, 4.0]);
+    let avg = |count_include_pad| {
+        f32s(
+            &run(
+                KernelOp::SumPool {
+                    dtype: DType::F32,
+                    window: window.clone(),
+                    channels: 1,
+                    normalize: true,
+                    count_include_pad,
+                },
+                std::slice::from_ref(&x),
+                (&[1, 1, 2, 2], DType::F32),
+            )[0],
+        )
+    };
+    close(&avg(false), &[1.0, -0.5, 2.0, 1.5]);
+    close(&avg(true), &[0.25, -0.25, 1.0, 1.5]);
+}
+
+#[test]
+fn transpose_permutes_axes() {
+    let op = KernelOp::Transpose {
+        dtype: DType::I32,
+        input_shape: vec![2, 3, 2],
+        perm: vec![2, 0, 1],
+    };
+    let out = run(
+        op,
+        &[(vec![2, 3, 2], TensorData::I32((0..12).collect()))],
+        (&[2, 2, 3], DType::I32),
+    );
+    // out[a][b][c] = in[b][c][a] = b*6 + c*2 + a.
+    assert_eq!(
+        out[0],
+        TensorData::I32(vec![0, 2, 4, 6, 8, 10, 1, 3, 5, 7, 9, 11])
+    );
+}
+
+#[test]
+fn gather_with_negative_indices() {
+    let op = KernelOp::Gather {
+        dtype: DType::F32,
+        data_shape: vec![2, 3],
+        indices_shape: vec![2],
+        index_dtype: DType::I64,
+        axis: 1,
+    };
+    let out = run(
+        op.clone(),
+        &[
+            (vec![2, 3], TensorData::F32(seq(6))),
+            (vec![2], TensorData::I64(vec![-1, 0])),
+        ],
+        (&[2, 2], DType::F32),
+    );
+    close(&f32s(&out[0]), &[2.0, 0.0, 5.0, 3.0]);
+    // Out of range: an error, not a panic.
+    let args = [
+        (vec![2, 3], TensorData::F32(seq(6))),
+        (vec![2], TensorData::I64(vec![3, 0])),
+    ];
+    let args: Vec<Arg> = args
+        .iter()
+        .map(|(shape, data)| Arg { shape, data })
+        .collect();
+    assert!(run_step(&step(op), &args, &[(&[2, 2], DType::F32)]).is_err());
+}
+
+#[test]
+fn softmax_and_log_softmax() {
+    let x = (vec![2, 2], TensorData::F32(vec![0.0, 1.0, 1000.0, 1000.0]));
+    let op = |log| KernelOp::Softmax {
+        dtype: DType::F32,
+        shape: vec![2, 2],
+        axes: vec![1],
+        log,
+    };
+    let e = std::f32::consts::E;
+    let soft = run(op(false), std::slice::from_ref(&x), (&[2, 2], DType::F32));
+    close(&f32s(&soft[0]), &[1.0 / (1.0 + e), e / (1.0 + e), 0.5, 0.5]);
+    let log = run(op(true), std::slice::from_ref(&x), (&[2, 2], DType::F32));
+    let l = (1.0 + e).ln();
+    close(
+        &f32s(&log[0]),
+        &[-l, 1.0 - l, -(2.0f32.ln()), -(2.0f32.ln())],
+    );
+}
+
+#[test]
+fn reduce_over_two_axes_and_argmax() {
+    let x = (vec![2, 2, 2], TensorData::F32(seq(8)));
+    let sum = run(
+        KernelOp::Reduce {
+            op: ReduceOp::Sum,
+            dtype: DType::F32,
+            input_shape: vec![2, 2, 2],
+            axes: vec![0, 2],
+        },
+        std::slice::from_ref(&x),
+        (&[1, 2, 1], DType::F32),
+    );
+    close(
+        &f32s(&sum[0]),
+        &[0.0 + 1.0 + 4.0 + 5.0, 2.0 + 3.0 + 6.0 + 7.0],
+    );
+    let arg = run(
+        KernelOp::Reduce {
+            op: ReduceOp::ArgMax { last: false },
+            dtype: DType::F32,
+            input_shape: vec![2, 2, 2],
+            axes: vec![1],
+        },
+        std::slice::from_ref(&x),
+        (&[2, 1, 2], DType::I64),
+    );
+    assert_eq!(arg[0], TensorData::I64(vec![1, 1, 1, 1]));
+}
+
+#[test]
+fn binary_broadcasts_and_integers_are_exact() {
+    let out = run(
+        KernelOp::Binary {
+            op: BinaryOp::Sub,
+            dtype: DType::I64,
+            a_shape: vec![2, 1],
+            b_shape: vec![1, 3],
+            out_shape: vec![2, 3],
+        },
+        &[
+            (vec![2, 1], TensorData::I64(vec![i64::MAX, 10])),
+            (vec![3], TensorData::I64(vec![0, 1, 20])),
+        ],
+        (&[2, 3], DType::I64),
+    );
+    assert_eq!(
+        out[0],
+        TensorData::I64(vec![i64::MAX, i64::MAX - 1, i64::MAX - 20, 10, 9, -10])
+    );
+}
+
+#[test]
+fn pad_modes() {
+    let x = (vec![3], TensorData::F32(vec![1.0, 2.0, 3.0]));
+    let pad = |mode| {
+        f32s(
+            &run(
+                KernelOp::Pad {
+                    dtype: DType::F32,
+                    input_shape: vec![3],
+                    pads: vec![(2, 2)],
+                    mode,
+                },
+                std::slice::from_ref(&x),
+                (&[7], DType::F32),
+            )[0],
+        )
+    };
+    close(
+        &pad(PadMode::Constant(9.0)),
+        &[9.0, 9.0, 1.0, 2.0, 3.0, 9.0, 9.0],
+    );
+    close(&pad(PadMode::Edge), &[1.0, 1.0, 1.0, 2.0, 3.0, 3.0, 3.0]);
+    close(&pad(PadMode::Reflect), &[3.0, 2.0, 1.0, 2.0, 3.0, 2.0, 1.0]);
+}
+
+#[test]
+fn opaque_steps_are_an_error_naming_the_op() {
+    let err = run_step(
+        &step(KernelOp::Opaque {
+            tract_op: "Scan".into(),
+        }),
+        &[],
+        &[],
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("Scan"), "{err}");
+}
+
+#[test]
+fn conv_transpose_weights_are_output_major_with_groups() {
+    // 2 input channels in 2 groups -> 4 output channels, 1x1 kernel, stride 1, one pixel:
+    // weights [O = 4, I/group = 1, 1, 1]; output channel o reads input channel o / 2.
+    let window = window2((1, 1), (1, 1), 1, 1, 1, 0);
+    let op = KernelOp::ConvTranspose {
+        dtype: DType::F32,
+        window,
+        in_channels: 2,
+        out_channels: 4,
+        group: 2,
+        adjustments: vec![0, 0],
+        has_bias: false,
+    };
+    let out = run(
+        op,
+        &[
+            (vec![1, 2, 1, 1], TensorData::F32(vec![3.0, 5.0])),
+            (
+                vec![4, 1, 1, 1],
+                TensorData::F32(vec![1.0, 10.0, 100.0, 1000.0]),
+            ),
+        ],
+        (&[1, 4, 1, 1], DType::F32),
+    );
+    close(&f32s(&out[0]), &[3.0, 30.0, 500.0, 5000.0]);
+}

@@ -1,0 +1,192 @@
+//! Runs every shared real model through the reference interpreter
+//! (`tessera_core::plan::reference::execute`) and compares with onnxruntime's outputs.
+//!
+//! Per model: `Model::load` → `Model::lower` → `Plan::build` → `execute` on the non-folded
+//! inputs → each output against `output_K.pb` with `|a - e| <= atol + rtol * |e|`
+//! (rtol 1e-3, atol 1e-4; the int8 QDQ model may be one u8 quantization step off, atol 0.004).
+//! Models listed in [`KNOWN_FAILURES`] must fail (a known failure that passes fails the test,
+//! so the list is kept honest); every other model must pass.
+//!
+//! Shared data: `$TESSERA_SHARED`, else `../shared` beside the repository; missing data is a
+//! failure, never a silent skip.
+//!
+//! Time (2 shared cores): the heavy kernels (matrix products, im2col convolutions) run in
+//! `ndarray`, which the dev profile builds optimised, so the test runs in a debug build too:
+//! about 75 s (ppocrv4_det 25 s, densenet121 14 s, vgg19 8 s) in `cargo test -p tessera-core --test plan_reference -- --nocapture`, release build not measured (it needs
+//! a full release build of tract; the debug run is already fast). Set `TESSERA_ONLY=name` to
+//! run only the models whose name contains `name`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use tessera_core::plan::reference::execute;
+use tessera_core::tensor::onnx_pb::read_pb;
+use tessera_core::{Model, Plan, Tensor};
+
+/// Models expected to fail, with the reason.
+const KNOWN_FAILURES: &[(&str, &str)] = &[];
+
+const RTOL: f64 = 1e-3;
+const ATOL: f64 = 1e-4;
+
+fn atol(model: &str) -> f64 {
+    if model == "ppocr_mobile_cls_qdq_int8" {
+        0.004
+    } else {
+        ATOL
+    }
+}
+
+fn shared_dir() -> PathBuf {
+    std::env::var_os("TESSERA_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
+}
+
+fn read_set(dir: &Path, prefix: &str) -> Result<Vec<Tensor>, String> {
+    let mut tensors = vec![];
+    for k in 0.. {
+        let path = dir.join("test_data_set_0").join(format!("{prefix}_{k}.pb"));
+        if !path.exists() {
+            break;
+        }
+        tensors.push(
+            read_pb(&path)
+                .map_err(|e| format!("{}: {e}", path.display()))?
+                .1,
+        );
+    }
+    if tensors.is_empty() {
+        return Err(format!("no {prefix}_0.pb in {}", dir.display()));
+    }
+    Ok(tensors)
+}
+
+/// The largest absolute error, or why the outputs do not compare.
+fn compare(name: &str, actual: &[Tensor], expected: &[Tensor]) -> Result<f64, (String, f64)> {
+    if actual.len() != expected.len() {
+        return Err((
+            format!("{} outputs, expected {}", actual.len(), expected.len()),
+            f64::NAN,
+        ));
+    }
+    let mut max_err = 0.0f64;
+    let mut problem = None;
+    for (k, (a, e)) in actual.iter().zip(expected).enumerate() {
+        if a.shape() != e.shape() {
+            problem.get_or_insert(format!(
+                "output {k}: shape {:?}, expected {:?}",
+                a.shape(),
+                e.shape()
+            ));
+            continue;
+        }
+        let (av, ev) = (a.data().to_f64_vec(), e.data().to_f64_vec());
+        for (i, (&x, &y)) in av.iter().zip(&ev).enumerate() {
+            let err = (x - y).abs();
+            if err.is_nan() && !(x.is_nan() && y.is_nan()) {
+                max_err = f64::INFINITY;
+            } else if !err.is_nan() {
+                max_err = max_err.max(err);
+            }
+            let ok = (x.is_nan() && y.is_nan()) || err <= atol(name) + RTOL * y.abs();
+            if !ok && problem.is_none() {
+                problem = Some(format!("output {k}[{i}] = {x}, expected {y}"));
+            }
+        }
+    }
+    match problem {
+        None => Ok(max_err),
+        Some(p) => Err((p, max_err)),
+    }
+}
+
+struct Outcome {
+    name: String,
+    result: Result<f64, (String, f64)>,
+    seconds: f64,
+}
+
+fn run_model(dir: &Path) -> Outcome {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let start = Instant::now();
+    let result = (|| -> Result<f64, (String, f64)> {
+        let fail = |e: String| (e, f64::NAN);
+        let inputs = read_set(dir, "input").map_err(fail)?;
+        let expected = read_set(dir, "output").map_err(fail)?;
+        let model = Model::load(dir.join("model.onnx")).map_err(|e| fail(e.to_string()))?;
+        let lowered = model
+            .lower(&inputs, None)
+            .map_err(|e| fail(e.to_string()))?;
+        let plan = Plan::build(&lowered.typed).map_err(|e| fail(e.to_string()))?;
+        let runtime: Vec<Tensor> = lowered.runtime_inputs(&inputs).cloned().collect();
+        let outputs = execute(&plan, &runtime).map_err(|e| fail(e.to_string()))?;
+        compare(&name, &outputs, &expected)
+    })();
+    Outcome {
+        name,
+        result,
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
+#[test]
+fn reference_interpreter_matches_onnxruntime() {
+    let models = shared_dir().join("models");
+    let entries = std::fs::read_dir(&models).unwrap_or_else(|e| {
+        panic!(
+            "no shared models at {}: {e} (set TESSERA_SHARED)",
+            models.display()
+        )
+    });
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.join("model.onnx").exists())
+        .collect();
+    dirs.sort();
+    assert_eq!(
+        dirs.len(),
+        20,
+        "expected the 20 shared real models in {}",
+        models.display()
+    );
+    let only = std::env::var("TESSERA_ONLY").ok();
+    println!("| model | result | max abs err | time s | note |");
+    println!("|---|---|---|---|---|");
+    let mut problems = vec![];
+    for dir in dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
+        let outcome = run_model(&dir);
+        let known = KNOWN_FAILURES.iter().find(|(n, _)| *n == outcome.name);
+        let (verdict, err, note) = match (&outcome.result, known) {
+            (Ok(err), None) => ("pass", *err, String::new()),
+            (Ok(err), Some(_)) => {
+                problems.push(format!(
+                    "{}: listed in KNOWN_FAILURES but passes now: remove it",
+                    outcome.name
+                ));
+                ("PASS (known failure)", *err, "now passes".into())
+            }
+            (Err((why, err)), Some((_, reason))) => {
+                ("known failure", *err, format!("{reason} ({why})"))
+            }
+            (Err((why, err)), None) => {
+                problems.push(format!("{}: {why}", outcome.name));
+                ("FAIL", *err, why.clone())
+            }
+        };
+        println!(
+            "| {} | {verdict} | {err:.3e} | {:.1} | {} |",
+            outcome.name,
+            outcome.seconds,
+            note.replace('|', "/")
+        );
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
