@@ -95,7 +95,7 @@ fn read_bias<T: Real>(args: &[Arg], out_channels: usize) -> Result<Vec<T>> {
 }
 
 fn check_groups(in_channels: usize, out_channels: usize, group: usize) -> Result<(usize, usize)> {
-    if group == 0 || in_channels % group != 0 || out_channels % group != 0 {
+    if group == 0 || !in_channels.is_multiple_of(group) || !out_channels.is_multiple_of(group) {
         return Err(fail(format!(
             "{in_channels} -> {out_channels} channels do not split in {group} groups"
         )));

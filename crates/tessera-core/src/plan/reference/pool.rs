@@ -37,6 +37,8 @@ fn pool<T: Real>(
 pub(super) fn max_pool(x: Arg, window: &Window, channels: usize) -> Result<TensorData> {
     by_float!(x.dtype(), "MaxPool", T => {
         let xs = T::read(x.data)?;
+        // `!(v > b)` on purpose: it keeps the current best when `v` is NaN.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
         let out = pool(&xs, window, channels, |values, _| {
             let mut best: Option<T> = None;
             for v in values.flatten() {

@@ -91,7 +91,7 @@ pub(super) fn reduce(op: ReduceOp, x: Arg, axes: &[usize]) -> Result<TensorData>
             }
             if op == ReduceOp::MeanOfSquares {
                 let n = T::from_f64(size as f64);
-                acc.iter_mut().for_each(|a| *a = *a / n);
+                acc.iter_mut().for_each(|a| *a /= n);
             }
             T::write(acc, dtype)
         });
