@@ -3,31 +3,15 @@
 //! Shared data: `$TESSERA_SHARED`, else `../shared` beside the repository; missing data is a
 //! failure, never a silent skip.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{read_set, shared_model_dirs};
+use std::path::Path;
 use tessera_core::plan::{KernelOp, Role, placement};
-use tessera_core::tensor::onnx_pb::read_pb;
 use tessera_core::{Model, Plan, Tensor};
 
-fn shared_dir() -> PathBuf {
-    std::env::var_os("TESSERA_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
-}
-
 fn inputs(dir: &Path) -> Vec<Tensor> {
-    let mut tensors = vec![];
-    for k in 0.. {
-        let path = dir.join("test_data_set_0").join(format!("input_{k}.pb"));
-        if !path.exists() {
-            break;
-        }
-        tensors.push(
-            read_pb(&path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-                .1,
-        );
-    }
-    tensors
+    read_set(dir, "input").unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn check_model(dir: &Path) -> String {
@@ -105,25 +89,7 @@ fn check_model(dir: &Path) -> String {
 
 #[test]
 fn plans_for_shared_models() {
-    let models = shared_dir().join("models");
-    let entries = std::fs::read_dir(&models).unwrap_or_else(|e| {
-        panic!(
-            "no shared models at {}: {e} (set TESSERA_SHARED)",
-            models.display()
-        )
-    });
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.join("model.onnx").exists())
-        .collect();
-    dirs.sort();
-    assert_eq!(
-        dirs.len(),
-        20,
-        "expected the 20 shared real models in {}",
-        models.display()
-    );
+    let dirs = shared_model_dirs();
     println!(
         "| model | steps | views | constants | unsupported | peak B | planned B | naive B | fallback B |"
     );

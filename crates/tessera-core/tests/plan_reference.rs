@@ -16,10 +16,12 @@
 //! a full release build of tract; the debug run is already fast). Set `TESSERA_ONLY=name` to
 //! run only the models whose name contains `name`.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{read_set, shared_model_dirs};
+use std::path::Path;
 use std::time::Instant;
 use tessera_core::plan::reference::execute;
-use tessera_core::tensor::onnx_pb::read_pb;
 use tessera_core::{Model, Plan, Tensor};
 
 /// Models expected to fail, with the reason.
@@ -34,31 +36,6 @@ fn atol(model: &str) -> f64 {
     } else {
         ATOL
     }
-}
-
-fn shared_dir() -> PathBuf {
-    std::env::var_os("TESSERA_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
-}
-
-fn read_set(dir: &Path, prefix: &str) -> Result<Vec<Tensor>, String> {
-    let mut tensors = vec![];
-    for k in 0.. {
-        let path = dir.join("test_data_set_0").join(format!("{prefix}_{k}.pb"));
-        if !path.exists() {
-            break;
-        }
-        tensors.push(
-            read_pb(&path)
-                .map_err(|e| format!("{}: {e}", path.display()))?
-                .1,
-        );
-    }
-    if tensors.is_empty() {
-        return Err(format!("no {prefix}_0.pb in {}", dir.display()));
-    }
-    Ok(tensors)
 }
 
 /// The largest absolute error, or why the outputs do not compare.
@@ -134,25 +111,7 @@ fn run_model(dir: &Path) -> Outcome {
 
 #[test]
 fn reference_interpreter_matches_onnxruntime() {
-    let models = shared_dir().join("models");
-    let entries = std::fs::read_dir(&models).unwrap_or_else(|e| {
-        panic!(
-            "no shared models at {}: {e} (set TESSERA_SHARED)",
-            models.display()
-        )
-    });
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.join("model.onnx").exists())
-        .collect();
-    dirs.sort();
-    assert_eq!(
-        dirs.len(),
-        20,
-        "expected the 20 shared real models in {}",
-        models.display()
-    );
+    let dirs = shared_model_dirs();
     let only = std::env::var("TESSERA_ONLY").ok();
     println!("| model | result | max abs err | time s | note |");
     println!("|---|---|---|---|---|");
