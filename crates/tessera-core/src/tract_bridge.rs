@@ -24,9 +24,14 @@ pub fn datum_type(dtype: DType) -> DatumType {
 
 /// Copies a Tessera tensor into a tract tensor.
 pub fn to_tract(tensor: &Tensor) -> Result<TractTensor> {
-    let shape = tensor.shape().to_vec();
-    with_data!(tensor.data(), v => {
-        ArrayD::from_shape_vec(shape, v.clone())
+    into_tract(tensor.clone())
+}
+
+/// Moves a Tessera tensor's elements into a tract tensor, without copying them.
+pub fn into_tract(tensor: Tensor) -> Result<TractTensor> {
+    let (shape, data) = tensor.into_parts();
+    with_data!(data, v => {
+        ArrayD::from_shape_vec(shape, v)
             .map(TractTensor::from)
             .map_err(|e| Error::Internal(format!("tensor shape: {e}")))
     })

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tessera_core::error::{catch_panic, chain_message};
 use tessera_core::model::specialize::{Folding, PlanKey};
-use tessera_core::tract_bridge::{from_tract, to_tract};
+use tessera_core::tract_bridge::{from_tract, into_tract};
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::{Backend, BackendStatus, Error, Model, Result, Tensor};
 use threading::{Calibration, Mode};
@@ -113,13 +113,14 @@ impl CpuSession {
     }
 
     /// Runs the model on inputs already checked and ordered as the model declares them.
-    pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
-        let (plan, folding) = self.plan_for(inputs)?;
+    /// Inputs are moved into tract without copying their elements.
+    pub fn run(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        let (plan, folding) = self.plan_for(&inputs)?;
         let values: TVec<TValue> = inputs
-            .iter()
+            .into_iter()
             .zip(&folding)
             .filter(|(_, folded)| !**folded)
-            .map(|(t, _)| to_tract(t).map(TValue::from))
+            .map(|(t, _)| into_tract(t).map(TValue::from))
             .collect::<Result<_>>()?;
         let mode = if self.threads == 1 {
             Mode::SingleThread

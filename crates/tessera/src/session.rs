@@ -125,7 +125,7 @@ impl Session {
         let ordered = order_inputs(self.info(), inputs)?;
         let outputs = match &self.engine {
             #[cfg(feature = "cpu")]
-            Engine::Cpu(cpu) => cpu.run(&ordered)?,
+            Engine::Cpu(cpu) => cpu.run(ordered)?,
         };
         Ok(self
             .info()
