@@ -4,7 +4,9 @@
 //! Today this crate finds and describes adapters (for `tessera devices`) and reports plainly
 //! that the backend does not run models yet; the kernels follow the plan's `KernelOp`s.
 
+mod kernels;
 mod probe;
+pub mod repr;
 
 pub use probe::{AdapterSummary, adapters};
 use tessera_core::{Backend, BackendStatus};
