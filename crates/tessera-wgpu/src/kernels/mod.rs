@@ -19,6 +19,11 @@
 //! ([`crate::repr`]). Pipelines are cached by shader name and defines, so a kernel's shape
 //! goes in `params`, never in a define.
 
+mod conv;
+mod matmul;
+mod pool;
+mod reduce;
+
 mod elementwise;
 
 use crate::repr;
@@ -112,6 +117,14 @@ pub(crate) fn unsupported_reason(op: &KernelOp, io: &StepIo) -> Option<String> {
 /// The dispatches for one step. An op without a kernel is `Err(UnsupportedOps)`.
 pub(crate) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
     match op {
+        KernelOp::MatMul { .. } => matmul::encode(op, io),
+        KernelOp::Conv { .. } | KernelOp::ConvTranspose { .. } => conv::encode(op, io),
+        KernelOp::MaxPool { .. } | KernelOp::SumPool { .. } => pool::encode(op, io),
+        KernelOp::Reduce { .. }
+        | KernelOp::Softmax { .. }
+        | KernelOp::RmsNorm { .. }
+        | KernelOp::Lrn { .. }
+        | KernelOp::LstmEpilogue { .. } => reduce::encode(op, io),
         KernelOp::Unary { .. }
         | KernelOp::Binary { .. }
         | KernelOp::Select { .. }
@@ -149,7 +162,11 @@ pub(crate) fn strides(shape: &[usize], broadcast: bool) -> Vec<usize> {
     let mut strides = vec![0; shape.len()];
     let mut step = 1;
     for axis in (0..shape.len()).rev() {
-        strides[axis] = if broadcast && shape[axis] == 1 { 0 } else { step };
+        strides[axis] = if broadcast && shape[axis] == 1 {
+            0
+        } else {
+            step
+        };
         step *= shape[axis];
     }
     strides
@@ -179,3 +196,29 @@ pub(crate) fn shader(
         defines,
     }
 }
+
+/// The WGSL source of `shader`: `common.wgsl`, then the template with every `{{KEY}}` replaced.
+/// A placeholder left without a value is an error.
+pub(crate) fn expand(shader: &Shader) -> Result<String> {
+    let mut text = shader.source.to_string();
+    for (key, value) in &shader.defines {
+        text = text.replace(&format!("{{{{{key}}}}}"), value);
+    }
+    if let Some(at) = text.find("{{") {
+        let name: String = text[at..]
+            .chars()
+            .take_while(|&c| c != '\n')
+            .take(40)
+            .collect();
+        return Err(Error::Internal(format!(
+            "{}: placeholder {name} has no value",
+            shader.name
+        )));
+    }
+    Ok(format!("{COMMON}\n{text}"))
+}
+
+const COMMON: &str = include_str!("../../../../shaders/wgsl/common.wgsl");
+
+#[cfg(test)]
+mod tests;
