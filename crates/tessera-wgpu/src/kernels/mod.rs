@@ -179,3 +179,31 @@ pub(crate) fn shader(
         defines,
     }
 }
+
+/// The prelude of every kernel.
+const COMMON: &str = include_str!("../../../../shaders/wgsl/common.wgsl");
+
+/// The WGSL a [`Shader`] stands for: `common.wgsl`, then the template with its `{{KEY}}`
+/// placeholders replaced. Tensor bindings are written `var<storage, read>` in the templates (to
+/// say what a kernel reads) and compiled as `read_write`: intermediate tensors share one arena
+/// buffer, and WebGPU forbids binding one buffer both read-only and read-write in a dispatch,
+/// while several read-write bindings of it are allowed. `params` (in the prelude) stays
+/// read-only.
+pub(crate) fn expand(shader: &Shader) -> Result<String> {
+    let mut body = shader
+        .source
+        .replace("var<storage, read> ", "var<storage, read_write> ");
+    for (key, value) in &shader.defines {
+        body = body.replace(&format!("{{{{{key}}}}}"), value);
+    }
+    if let Some(at) = body.find("{{") {
+        let rest = &body[at..];
+        let end = rest.find("}}").map_or(rest.len().min(40), |e| e + 2);
+        return Err(Error::Internal(format!(
+            "kernel {}: placeholder {} has no value",
+            shader.name,
+            &rest[..end]
+        )));
+    }
+    Ok(format!("{COMMON}\n{body}"))
+}
