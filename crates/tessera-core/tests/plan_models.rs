@@ -7,7 +7,7 @@ mod common;
 
 use common::{read_set, shared_model_dirs};
 use std::path::Path;
-use tessera_core::plan::{KernelOp, Role, placement};
+use tessera_core::plan::{Role, Value, placement};
 use tessera_core::{Model, Plan, Tensor};
 
 fn inputs(dir: &Path) -> Vec<Tensor> {
@@ -60,12 +60,12 @@ fn check_model(dir: &Path) -> String {
 
     // A backend that runs everything lowered places the whole plan on the device when nothing is
     // opaque; with fallback, opaque steps go to the host.
-    let all = |op: &KernelOp| !matches!(op, KernelOp::Opaque { .. });
+    let all = |_: usize| None;
     let unsupported = plan.unsupported();
-    let strict = placement::place(&plan, "test", &all, false);
+    let strict = placement::place(&plan, "test", &all, false, &Value::bytes);
     assert_eq!(strict.is_ok(), unsupported.is_empty(), "{name}");
-    let fallback =
-        placement::place(&plan, "test", &all, true).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let fallback = placement::place(&plan, "test", &all, true, &Value::bytes)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
     let views = plan.values.iter().filter(|v| v.alias_of.is_some()).count();
     let unsupported = if unsupported.is_empty() {
         "-".to_string()

@@ -10,15 +10,18 @@
 //! Files: `kernel.rs` (the op enum), `shapes.rs` (shape rules, used to check plans),
 //! `memory.rs` (liveness and buffer reuse), `placement.rs` (device or host per step).
 
+pub mod host;
 pub mod kernel;
 pub mod memory;
 pub mod placement;
 pub mod reference;
+pub mod report;
 pub mod shapes;
 
 pub use kernel::{BinaryOp, KernelOp, MatLayout, PadMode, ReduceOp, UnaryOp, Window};
 pub use memory::MemoryPlan;
 pub use placement::{Device, Placement, Transfer, TransferDirection};
+pub use report::{DeviceMemory, PlanReport, Trace, Transfers};
 
 use crate::error::UnsupportedOp;
 use crate::{DType, Error, Result, Tensor};
@@ -79,6 +82,12 @@ impl Value {
 pub struct ConstantData(pub(crate) Arc<tract_onnx::prelude::Tensor>);
 
 impl ConstantData {
+    /// Identifies the tensor behind this constant: plans built from the same model share the
+    /// tensors of unchanged weights, so a backend can upload each weight once per session.
+    pub fn identity(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     /// The constant as a Tessera tensor (tract's shape integers become i64, quantized bytes
     /// plain u8/i8).
     pub fn to_tensor(&self) -> Result<Tensor> {
@@ -153,6 +162,7 @@ impl Plan {
                         op_type: tract_op.clone(),
                         first_node: step.node.clone(),
                         count: 0,
+                        reason: None,
                     })
                     .count += 1;
             }

@@ -131,6 +131,7 @@ pub(crate) fn no_kernel(op: &KernelOp) -> Error {
             op_type: op.name(),
             first_node: String::new(),
             count: 1,
+            reason: None,
         }],
     }
 }
