@@ -38,7 +38,14 @@ fn suite(subdir: &str, backend: Backend) -> BTreeSet<String> {
         .collect();
     let results: Vec<CaseResult> = dirs
         .iter()
-        .map(|dir| run_case_bounded(dir, backend, Tolerance::NODE_SUITE, Duration::from_secs(120)))
+        .map(|dir| {
+            run_case_bounded(
+                dir,
+                backend,
+                Tolerance::NODE_SUITE,
+                Duration::from_secs(120),
+            )
+        })
         .collect();
     let passed = report(&format!("onnx-tests/{subdir} on {backend}"), &results);
     if filter.is_some() {

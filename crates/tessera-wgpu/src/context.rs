@@ -68,6 +68,7 @@ async fn open() -> std::result::Result<GpuContext, String> {
             power_preference: wgpu::PowerPreference::HighPerformance,
             force_fallback_adapter: false,
             compatible_surface: None,
+            apply_limit_buckets: false,
         })
         .await
         .map_err(|e| format!("{e}; {}", crate::probe::why_no_adapter()))?;
@@ -182,13 +183,12 @@ impl GpuContext {
                 count: None,
             })
             .collect();
-        let layout = Arc::new(
-            self.device
-                .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                    label: Some("tessera kernel"),
-                    entries: &entries,
-                }),
-        );
+        let layout = Arc::new(self.device.create_bind_group_layout(
+            &wgpu::BindGroupLayoutDescriptor {
+                label: Some("tessera kernel"),
+                entries: &entries,
+            },
+        ));
         layouts.insert(bindings, layout.clone());
         Ok(layout)
     }

@@ -213,8 +213,13 @@ impl Compiled {
         placement: Placement,
         weights: &mut dyn FnMut(&tessera_core::plan::Constant) -> Result<Arc<DeviceBuffer>>,
     ) -> Result<Compiled> {
-        let memory =
-            MemoryPlan::build_with(&plan.values, &plan.steps, &plan.outputs, &device_bytes, ALIGNMENT)?;
+        let memory = MemoryPlan::build_with(
+            &plan.values,
+            &plan.steps,
+            &plan.outputs,
+            &device_bytes,
+            ALIGNMENT,
+        )?;
         let max_buffer = ctx.limits.max_buffer_size as usize;
         if memory.planned_bytes > max_buffer {
             return Err(prepare_error(format!(
@@ -312,7 +317,12 @@ impl Compiled {
             })?;
             let scratch_base = scratch.len();
             for &words in &kernel.scratch_words {
-                scratch.push(storage_buffer(ctx, "tessera scratch", words * WORD_BYTES, false));
+                scratch.push(storage_buffer(
+                    ctx,
+                    "tessera scratch",
+                    words * WORD_BYTES,
+                    false,
+                ));
             }
             for dispatch in kernel.dispatches {
                 let groups = match dispatch.grid {
@@ -350,12 +360,11 @@ impl Compiled {
         let mut launches: Vec<Vec<Launch>> = (0..plan.steps.len()).map(|_| vec![]).collect();
         for p in pending {
             let step = &plan.steps[p.step];
-            let params = params.as_ref().ok_or_else(|| Error::Internal("no params".into()))?;
-            let mut targets: Vec<(&wgpu::Buffer, u64, u64)> = vec![(
-                params,
-                p.params.0 as u64,
-                p.params.1 as u64,
-            )];
+            let params = params
+                .as_ref()
+                .ok_or_else(|| Error::Internal("no params".into()))?;
+            let mut targets: Vec<(&wgpu::Buffer, u64, u64)> =
+                vec![(params, p.params.0 as u64, p.params.1 as u64)];
             for operand in &p.bindings {
                 let target = match *operand {
                     Operand::Input(k) | Operand::Output(k) => {
@@ -410,8 +419,7 @@ impl Compiled {
                 _ => StepExec::Device(launches),
             })
             .collect();
-        let other = params_blob.len()
-            + scratch.iter().map(|b| b.size() as usize).sum::<usize>();
+        let other = params_blob.len() + scratch.iter().map(|b| b.size() as usize).sum::<usize>();
         compiled.device_memory = DeviceMemory {
             arena: compiled.memory.planned_bytes,
             peak_live: compiled.memory.peak_live_bytes,
@@ -432,20 +440,20 @@ impl Compiled {
         }
         Ok(match value.role {
             Role::Input(k) => Location::Input(k),
-            Role::Constant => Location::Constant(
-                self.constants
-                    .get(&root)
-                    .cloned()
-                    .ok_or_else(|| Error::Internal(format!("constant '{}' not uploaded", value.name)))?,
-            ),
+            Role::Constant => {
+                Location::Constant(self.constants.get(&root).cloned().ok_or_else(|| {
+                    Error::Internal(format!("constant '{}' not uploaded", value.name))
+                })?)
+            }
             _ => Location::Arena(
                 self.memory
                     .offset_of
                     .get(root.0)
                     .copied()
                     .flatten()
-                    .ok_or_else(|| Error::Internal(format!("'{}' has no place in the arena", value.name)))?
-                    as u64,
+                    .ok_or_else(|| {
+                        Error::Internal(format!("'{}' has no place in the arena", value.name))
+                    })? as u64,
             ),
         })
     }
@@ -508,6 +516,13 @@ impl Compiled {
             let Some(buffer) = self.inputs[k].as_ref() else {
                 continue;
             };
+            // Only what a device step reads goes up (the placement lists exactly those).
+            let read_on_device = self.placement.io_transfers.iter().any(|t| {
+                t.value == id && t.direction == tessera_core::plan::TransferDirection::HostToDevice
+            });
+            if !read_on_device && !on_device {
+                continue;
+            }
             match feed {
                 Feed::Host(tensor) => {
                     let words = repr::to_words(
@@ -519,7 +534,13 @@ impl Compiled {
                     transfers.input_bytes += words.len();
                 }
                 Feed::Device(device) => {
-                    encoder.copy_buffer_to_buffer(&device.buffer, 0, buffer, 0, device.bytes as u64);
+                    encoder.copy_buffer_to_buffer(
+                        &device.buffer,
+                        0,
+                        buffer,
+                        0,
+                        device.bytes as u64,
+                    );
                 }
             }
         }
@@ -540,7 +561,9 @@ impl Compiled {
                         );
                         pass_open = true;
                     }
-                    let p = pass.as_mut().ok_or_else(|| Error::Internal("no pass".into()))?;
+                    let p = pass
+                        .as_mut()
+                        .ok_or_else(|| Error::Internal("no pass".into()))?;
                     for launch in launches {
                         p.set_pipeline(&launch.pipeline.pipeline);
                         p.set_bind_group(0, &launch.bind_group, &[]);
@@ -552,9 +575,10 @@ impl Compiled {
                         pass_open = false;
                         let finished = std::mem::replace(
                             &mut encoder,
-                            ctx.device.create_command_encoder(
-                                &wgpu::CommandEncoderDescriptor { label: None },
-                            ),
+                            ctx.device
+                                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                                    label: None,
+                                }),
                         );
                         ctx.queue.submit([finished.finish()]);
                         for &id in &plan.steps[ix].outputs {
@@ -578,7 +602,9 @@ impl Compiled {
                     let finished = std::mem::replace(
                         &mut encoder,
                         ctx.device
-                            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None }),
+                            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                                label: None,
+                            }),
                     );
                     ctx.queue.submit([finished.finish()]);
                     self.run_host_step(ctx, ix, feeds, &mut host, &mut transfers)?;
@@ -790,11 +816,7 @@ impl Compiled {
                 .iter()
                 .zip(&self.placement.steps[ix + 1..])
                 .filter(|(_, d)| **d == Device::Device)
-                .any(|(s, _)| {
-                    s.inputs
-                        .iter()
-                        .any(|&i| plan.root(i).ok() == Some(id))
-                });
+                .any(|(s, _)| s.inputs.iter().any(|&i| plan.root(i).ok() == Some(id)));
             if read_on_device && !tensor.is_empty() {
                 if let Location::Arena(offset) = self.location(id)? {
                     let words = repr::to_words(tensor.data(), Narrowing::Checked, &step.node)?;

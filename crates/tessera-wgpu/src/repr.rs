@@ -72,7 +72,9 @@ pub fn to_words(data: &TensorData, narrowing: Narrowing, what: &str) -> Result<V
             for &x in v {
                 let narrowed = match (i32::try_from(x), narrowing) {
                     (Ok(n), _) => n,
-                    (Err(_), Narrowing::Saturating) => x.clamp(i32::MIN.into(), i32::MAX.into()) as i32,
+                    (Err(_), Narrowing::Saturating) => {
+                        x.clamp(i32::MIN.into(), i32::MAX.into()) as i32
+                    }
                     (Err(_), Narrowing::Checked) => {
                         return Err(Error::InputMismatch(format!(
                             "{what} holds the int64 value {x}, outside the 32-bit range the wgpu backend \
@@ -95,7 +97,9 @@ pub fn to_words(data: &TensorData, narrowing: Narrowing, what: &str) -> Result<V
 
 /// A tensor of `dtype` and `shape` from its device words.
 pub fn from_words(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Result<Tensor> {
-    let words = bytes.chunks_exact(WORD_BYTES).map(|c| [c[0], c[1], c[2], c[3]]);
+    let words = bytes
+        .chunks_exact(WORD_BYTES)
+        .map(|c| [c[0], c[1], c[2], c[3]]);
     let f = || words.clone().map(f32::from_le_bytes);
     let i = || words.clone().map(i32::from_le_bytes);
     let u = || words.clone().map(u32::from_le_bytes);
@@ -128,7 +132,11 @@ mod tests {
     fn words_round_trip_every_held_type() {
         let cases = vec![
             Tensor::from_vec(vec![3], vec![1.5f32, -2.0, 0.0]).unwrap(),
-            Tensor::from_vec(vec![2], vec![half::f16::from_f32(0.5), half::f16::from_f32(-3.0)]).unwrap(),
+            Tensor::from_vec(
+                vec![2],
+                vec![half::f16::from_f32(0.5), half::f16::from_f32(-3.0)],
+            )
+            .unwrap(),
             Tensor::from_vec(vec![3], vec![-5i64, 0, 1 << 30]).unwrap(),
             Tensor::from_vec(vec![2], vec![-128i8, 127]).unwrap(),
             Tensor::from_vec(vec![2], vec![255u8, 0]).unwrap(),
@@ -150,7 +158,10 @@ mod tests {
         assert!(err.to_string().contains("input 'ids'"), "{err}");
         let words = to_words(big.data(), Narrowing::Saturating, "c").unwrap();
         let back = from_words(DType::I64, vec![2], &words).unwrap();
-        assert_eq!(back.as_slice::<i64>().unwrap(), &[i32::MAX as i64, i32::MIN as i64]);
+        assert_eq!(
+            back.as_slice::<i64>().unwrap(),
+            &[i32::MAX as i64, i32::MIN as i64]
+        );
     }
 
     #[test]

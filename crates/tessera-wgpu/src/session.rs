@@ -101,7 +101,11 @@ impl std::fmt::Debug for WgpuSession {
 /// Why `step` cannot run on wgpu, or `None` when it can.
 pub(crate) fn host_reason(plan: &Plan, step: &Step) -> Option<String> {
     let io = StepIo {
-        inputs: step.inputs.iter().filter_map(|&id| plan.value(id).ok()).collect(),
+        inputs: step
+            .inputs
+            .iter()
+            .filter_map(|&id| plan.value(id).ok())
+            .collect(),
         outputs: step
             .outputs
             .iter()
@@ -131,7 +135,9 @@ impl WgpuSession {
         if let Some(sample) = session.sample_inputs() {
             match session.plan_for(&sample) {
                 Err(e @ Error::UnsupportedOps { .. }) => return Err(e),
-                Err(e) => tracing::debug!(error = %e, "planning at load failed; planning at first run"),
+                Err(e) => {
+                    tracing::debug!(error = %e, "planning at load failed; planning at first run")
+                }
                 Ok(_) => {}
             }
         }
@@ -146,7 +152,8 @@ impl WgpuSession {
             .iter()
             .map(|input| {
                 let shape = input
-                    .shape
+                    .dims
+                    .as_ref()?
                     .iter()
                     .map(|d| match d {
                         tessera_core::Dim::Fixed(n) => Some(*n),
@@ -317,8 +324,10 @@ impl WgpuSession {
                 return Ok((entry, folding.clone()));
             }
         }
-        let lowered = self.model.lower(inputs, preferred.as_deref())?;
-        let plan = Arc::new(Plan::build(&lowered.typed)?);
+        let (lowered, plan) = self
+            .model
+            .lower_then(inputs, preferred.as_deref(), Plan::build)?;
+        let plan = Arc::new(plan);
         let host_reasons: Vec<Option<String>> =
             plan.steps.iter().map(|s| host_reason(&plan, s)).collect();
         let placement = placement::place(
@@ -359,7 +368,10 @@ impl WgpuSession {
             host_reasons,
         });
         let key = PlanKey::new(inputs, &lowered.folding);
-        self.plans.lock().map_err(poisoned)?.insert(key, entry.clone());
+        self.plans
+            .lock()
+            .map_err(poisoned)?
+            .insert(key, entry.clone());
         *self.folding.lock().map_err(poisoned)? = Some(lowered.folding.clone());
         Ok((entry, lowered.folding))
     }

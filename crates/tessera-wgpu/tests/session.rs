@@ -58,8 +58,15 @@ fn strict_placement_names_every_op_without_a_kernel() {
     assert!(!ops.is_empty());
     let message = error.to_string();
     println!("{message}");
-    assert!(message.contains("wgpu backend cannot run this model"), "{message}");
-    assert!(ops.iter().all(|op| op.count >= 1 && !op.first_node.is_empty()), "{ops:?}");
+    assert!(
+        message.contains("wgpu backend cannot run this model"),
+        "{message}"
+    );
+    assert!(
+        ops.iter()
+            .all(|op| op.count >= 1 && !op.first_node.is_empty()),
+        "{ops:?}"
+    );
 }
 
 #[test]
@@ -68,14 +75,20 @@ fn fallback_runs_on_the_host_and_counts_every_copy() {
     let session = load(&dir, true).unwrap();
     let inputs = read(&dir, "input");
     let report = session.report(&inputs).unwrap();
-    assert!(report.placement.host_steps() > 0, "TopK must be placed on the host");
+    assert!(
+        report.placement.host_steps() > 0,
+        "TopK must be placed on the host"
+    );
     let outputs = session.run(inputs).unwrap();
     for (actual, expected) in outputs.iter().zip(read(&dir, "output")) {
         close(actual, &expected);
     }
     let transfers = session.last_transfers();
     let planned: usize = report.placement.fallback_bytes();
-    assert_eq!(transfers.fallback_bytes, planned, "{transfers:?} vs the placement report");
+    assert_eq!(
+        transfers.fallback_bytes, planned,
+        "{transfers:?} vs the placement report"
+    );
     let uploads: usize = report
         .placement
         .io_transfers
@@ -103,7 +116,10 @@ fn a_run_copies_only_its_inputs_and_outputs() {
     }
     let transfers = session.last_transfers();
     assert_eq!(transfers.input_bytes, input_words);
-    assert_eq!(transfers.output_bytes, outputs.iter().map(|t| t.len() * 4).sum::<usize>());
+    assert_eq!(
+        transfers.output_bytes,
+        outputs.iter().map(|t| t.len() * 4).sum::<usize>()
+    );
     assert_eq!(transfers.fallback_bytes, 0);
     let report = session.report(&inputs).unwrap();
     assert_eq!(report.placement.host_steps(), 0);
@@ -154,7 +170,12 @@ fn int64_inputs_outside_32_bits_are_refused() {
     let session = load(&dir, false).unwrap();
     let x = read(&dir, "input").remove(0);
     let ids = Tensor::from_vec(vec![2], vec![1i64, 1 << 40]).unwrap();
-    let error = session.upload(&ids).expect_err("2^40 does not fit in 32 bits");
-    assert!(error.to_string().contains("outside the 32-bit range"), "{error}");
+    let error = session
+        .upload(&ids)
+        .expect_err("2^40 does not fit in 32 bits");
+    assert!(
+        error.to_string().contains("outside the 32-bit range"),
+        "{error}"
+    );
     drop(x);
 }

@@ -159,8 +159,7 @@ pub fn first_divergence(trace: &Trace, tol: Tolerance) -> Divergence {
     let plan = &trace.plan;
     for (index, step) in plan.steps.iter().enumerate() {
         for &id in &step.outputs {
-            let (Some(actual), Some(Some(expected))) =
-                (trace.values.get(&id), reference.get(id.0))
+            let (Some(actual), Some(Some(expected))) = (trace.values.get(&id), reference.get(id.0))
             else {
                 continue;
             };

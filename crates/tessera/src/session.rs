@@ -220,7 +220,9 @@ impl Session {
                     .collect::<Result<Vec<_>>>()?;
                 match &self.engine {
                     #[cfg(feature = "cpu")]
-                    Engine::Cpu(cpu) => cpu.run(host)?.into_iter().map(DeviceTensor::Host).collect(),
+                    Engine::Cpu(cpu) => {
+                        cpu.run(host)?.into_iter().map(DeviceTensor::Host).collect()
+                    }
                     #[allow(unreachable_patterns)]
                     _ => return Err(Error::Internal("no engine".into())),
                 }

@@ -24,7 +24,10 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     let (inputs, origin): (Vec<(String, Tensor)>, String) = match &data_set {
         Some(dir) if args.input.inputs.is_empty() => {
             let names: Vec<String> = info.inputs.iter().map(|i| i.name.clone()).collect();
-            (read_numbered(dir, "input", &names)?, dir.display().to_string())
+            (
+                read_numbered(dir, "input", &names)?,
+                dir.display().to_string(),
+            )
         }
         _ => (
             gather(info, &args.input)?

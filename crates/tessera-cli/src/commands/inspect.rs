@@ -1,9 +1,9 @@
 //! `tessera inspect MODEL`: the declared interface, the op histogram, and backend support.
 
 use crate::args::InspectArgs;
+use crate::inputs::gather;
 use anyhow::Result;
 use std::process::ExitCode;
-use crate::inputs::gather;
 use tessera::{Backend, Model, Session};
 
 /// Per backend: `None` when not compiled in, else each op type and whether it runs there.
@@ -105,9 +105,7 @@ fn placement(args: &InspectArgs, backend: Backend) -> Result<ExitCode> {
         Ok(session) => session,
         Err(error @ tessera::Error::UnsupportedOps { .. }) => {
             println!("{error}");
-            println!(
-                "(add --allow-fallback to see the placement with those steps on the host)"
-            );
+            println!("(add --allow-fallback to see the placement with those steps on the host)");
             return Ok(ExitCode::FAILURE);
         }
         Err(error) => return Err(error.into()),
@@ -141,9 +139,7 @@ fn placement(args: &InspectArgs, backend: Backend) -> Result<ExitCode> {
         }
         Err(error @ tessera::Error::UnsupportedOps { .. }) => {
             println!("{error}");
-            println!(
-                "(add --allow-fallback to see the placement with those steps on the host)"
-            );
+            println!("(add --allow-fallback to see the placement with those steps on the host)");
             Ok(ExitCode::FAILURE)
         }
         Err(error) => Err(error.into()),

@@ -3,12 +3,12 @@
 //! A [`Plan`] is built from tract's decluttered typed model for one input signature (see
 //! [`crate::lower`]): a table of [`Value`]s with concrete shapes and dtypes, the constants a
 //! backend uploads once, the [`Step`]s in execution order (each a [`KernelOp`] with every
-//! parameter concrete), and a [`memory::MemoryPlan`] that maps every intermediate value to a
-//! reusable buffer. Views that move no data (reshape, adding or removing unit axes) are not
+//! parameter concrete), and a [`memory::MemoryPlan`] that gives every intermediate value a byte
+//! offset in one arena, shared by values that never live at the same time. Views that move no data (reshape, adding or removing unit axes) are not
 //! steps: such a value names the value whose buffer it shares in [`Value::alias_of`].
 //!
 //! Files: `kernel.rs` (the op enum), `shapes.rs` (shape rules, used to check plans),
-//! `memory.rs` (liveness and buffer reuse), `placement.rs` (device or host per step).
+//! `memory.rs` (liveness and arena offsets), `placement.rs` (device or host per step).
 
 pub mod host;
 pub mod kernel;
@@ -54,7 +54,7 @@ pub struct Value {
     pub shape: Vec<usize>,
     pub dtype: DType,
     pub role: Role,
-    /// Set for a view: the value whose buffer this one reads (same bytes, other shape).
+    /// Set for a view: the value whose bytes this one reads (same bytes, other shape).
     pub alias_of: Option<ValueId>,
     /// The tract outlet `(node, slot)` this value stands for, when it has one.
     pub outlet: Option<(usize, usize)>,
@@ -218,27 +218,38 @@ impl Plan {
                 )));
             }
         }
-        for step in &self.steps {
-            let inputs = step
-                .inputs
-                .iter()
-                .map(|&id| self.value(id).map(|v| (v.shape.as_slice(), v.dtype)))
-                .collect::<Result<Vec<_>>>()?;
-            let Some(expected) = shapes::output_shapes(&step.op, &inputs)? else {
-                continue;
-            };
-            let actual = step
-                .outputs
-                .iter()
-                .map(|&id| self.value(id).map(|v| (v.shape.clone(), v.dtype)))
-                .collect::<Result<Vec<_>>>()?;
-            if expected != actual {
-                return Err(Error::Internal(format!(
-                    "step '{}' ({}): outputs should be {expected:?}, the graph says {actual:?}",
-                    step.node,
-                    step.op.name()
-                )));
-            }
+        for ix in 0..self.steps.len() {
+            self.validate_step(ix)?;
+        }
+        Ok(())
+    }
+
+    /// Checks one step against the shape rules of its op: its outputs have the shapes and
+    /// dtypes the op makes of its inputs' (nothing to check for [`KernelOp::Opaque`]).
+    pub fn validate_step(&self, index: usize) -> Result<()> {
+        let step = self
+            .steps
+            .get(index)
+            .ok_or_else(|| Error::Internal(format!("plan has no step {index}")))?;
+        let inputs = step
+            .inputs
+            .iter()
+            .map(|&id| self.value(id).map(|v| (v.shape.as_slice(), v.dtype)))
+            .collect::<Result<Vec<_>>>()?;
+        let Some(expected) = shapes::output_shapes(&step.op, &inputs)? else {
+            return Ok(());
+        };
+        let actual = step
+            .outputs
+            .iter()
+            .map(|&id| self.value(id).map(|v| (v.shape.clone(), v.dtype)))
+            .collect::<Result<Vec<_>>>()?;
+        if expected != actual {
+            return Err(Error::Internal(format!(
+                "step '{}' ({}): outputs should be {expected:?}, the graph says {actual:?}",
+                step.node,
+                step.op.name()
+            )));
         }
         Ok(())
     }

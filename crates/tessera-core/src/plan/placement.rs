@@ -74,19 +74,25 @@ pub fn place(
     allow_fallback: bool,
     bytes: &dyn Fn(&Value) -> usize,
 ) -> Result<Placement> {
-    let reasons: Vec<Option<String>> = plan
-        .steps
-        .iter()
-        .enumerate()
-        .map(|(ix, s)| match &s.op {
-            KernelOp::Opaque { tract_op } => host_reason(ix)
-                .or_else(|| Some(format!("{tract_op} is not lowered to a kernel"))),
-            _ => host_reason(ix),
-        })
-        .collect();
+    let reasons: Vec<Option<String>> =
+        plan.steps
+            .iter()
+            .enumerate()
+            .map(|(ix, s)| match &s.op {
+                KernelOp::Opaque { tract_op } => host_reason(ix)
+                    .or_else(|| Some(format!("{tract_op} is not lowered to a kernel"))),
+                _ => host_reason(ix),
+            })
+            .collect();
     let steps: Vec<Device> = reasons
         .iter()
-        .map(|r| if r.is_some() { Device::Host } else { Device::Device })
+        .map(|r| {
+            if r.is_some() {
+                Device::Host
+            } else {
+                Device::Device
+            }
+        })
         .collect();
     if !allow_fallback {
         let mut missing: BTreeMap<(String, Option<String>), UnsupportedOp> = BTreeMap::new();
@@ -94,8 +100,9 @@ pub fn place(
             let Some(reason) = reason else { continue };
             let name = step.op.name();
             // "no kernel" adds nothing to the op's name; other reasons (dtypes) are kept.
-            let reason = (!reason.starts_with("no ") && !reason.ends_with("not lowered to a kernel"))
-                .then(|| reason.clone());
+            let reason = (!reason.starts_with("no ")
+                && !reason.ends_with("not lowered to a kernel"))
+            .then(|| reason.clone());
             missing
                 .entry((name.clone(), reason.clone()))
                 .or_insert_with(|| UnsupportedOp {

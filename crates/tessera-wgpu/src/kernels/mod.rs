@@ -150,7 +150,11 @@ pub(crate) fn strides(shape: &[usize], broadcast: bool) -> Vec<usize> {
     let mut strides = vec![0; shape.len()];
     let mut step = 1;
     for axis in (0..shape.len()).rev() {
-        strides[axis] = if broadcast && shape[axis] == 1 { 0 } else { step };
+        strides[axis] = if broadcast && shape[axis] == 1 {
+            0
+        } else {
+            step
+        };
         step *= shape[axis];
     }
     strides
