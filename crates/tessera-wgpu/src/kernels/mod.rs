@@ -19,7 +19,12 @@
 //! ([`crate::repr`]). Pipelines are cached by shader name and defines, so a kernel's shape
 //! goes in `params`, never in a define.
 
+#[cfg(test)]
+mod device_tests;
 mod elementwise;
+mod shape;
+#[cfg(test)]
+mod tests;
 
 use crate::repr;
 use tessera_core::plan::{KernelOp, Value};
@@ -119,6 +124,13 @@ pub(crate) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
         | KernelOp::Quantize { .. }
         | KernelOp::Dequantize { .. }
         | KernelOp::LookupTable { .. } => elementwise::encode(op, io),
+        KernelOp::Transpose { .. }
+        | KernelOp::Slice { .. }
+        | KernelOp::Concat { .. }
+        | KernelOp::Gather { .. }
+        | KernelOp::Pad { .. }
+        | KernelOp::Broadcast { .. }
+        | KernelOp::Upsample { .. } => shape::encode(op, io),
         _ => Err(no_kernel(op)),
     }
 }
@@ -149,7 +161,11 @@ pub(crate) fn strides(shape: &[usize], broadcast: bool) -> Vec<usize> {
     let mut strides = vec![0; shape.len()];
     let mut step = 1;
     for axis in (0..shape.len()).rev() {
-        strides[axis] = if broadcast && shape[axis] == 1 { 0 } else { step };
+        strides[axis] = if broadcast && shape[axis] == 1 {
+            0
+        } else {
+            step
+        };
         step *= shape[axis];
     }
     strides
@@ -165,6 +181,31 @@ pub(crate) fn u32_param(value: usize) -> Result<u32> {
 /// Packs parameters: every value must fit in a u32.
 pub(crate) fn params(values: impl IntoIterator<Item = usize>) -> Result<Vec<u32>> {
     values.into_iter().map(u32_param).collect()
+}
+
+/// Number of elements of the step's first output (0 without one).
+pub(crate) fn output_len(io: &StepIo) -> usize {
+    io.outputs.first().map_or(0, |v| v.len())
+}
+
+/// Prepended to every template.
+const COMMON: &str = include_str!("../../../../shaders/wgsl/common.wgsl");
+
+/// The WGSL source of `shader`: `common.wgsl`, then the template with its `{{KEY}}`
+/// placeholders replaced. A placeholder left without a define is an error.
+pub(crate) fn expand(shader: &Shader) -> Result<String> {
+    let mut body = shader.source.to_string();
+    for (key, value) in &shader.defines {
+        body = body.replace(&format!("{{{{{key}}}}}"), value);
+    }
+    if let Some(at) = body.find("{{") {
+        let name: String = body[at..].chars().take_while(|&c| c != '}').collect();
+        return Err(Error::Internal(format!(
+            "{}: placeholder {name}}}}} has no define",
+            shader.name
+        )));
+    }
+    Ok(format!("{COMMON}\n{body}"))
 }
 
 /// Defines every kernel template is given the same way.
