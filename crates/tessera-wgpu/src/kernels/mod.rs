@@ -19,7 +19,12 @@
 //! ([`crate::repr`]). Pipelines are cached by shader name and defines, so a kernel's shape
 //! goes in `params`, never in a define.
 
+#[cfg(test)]
+mod device_tests;
 mod elementwise;
+mod shape;
+#[cfg(test)]
+mod tests;
 
 use crate::repr;
 use tessera_core::plan::{KernelOp, Value};
@@ -119,6 +124,13 @@ pub(crate) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
         | KernelOp::Quantize { .. }
         | KernelOp::Dequantize { .. }
         | KernelOp::LookupTable { .. } => elementwise::encode(op, io),
+        KernelOp::Transpose { .. }
+        | KernelOp::Slice { .. }
+        | KernelOp::Concat { .. }
+        | KernelOp::Gather { .. }
+        | KernelOp::Pad { .. }
+        | KernelOp::Broadcast { .. }
+        | KernelOp::Upsample { .. } => shape::encode(op, io),
         _ => Err(no_kernel(op)),
     }
 }
@@ -170,6 +182,11 @@ pub(crate) fn u32_param(value: usize) -> Result<u32> {
 /// Packs parameters: every value must fit in a u32.
 pub(crate) fn params(values: impl IntoIterator<Item = usize>) -> Result<Vec<u32>> {
     values.into_iter().map(u32_param).collect()
+}
+
+/// Number of elements of the step's first output (0 without one).
+pub(crate) fn output_len(io: &StepIo) -> usize {
+    io.outputs.first().map_or(0, |v| v.len())
 }
 
 /// Defines every kernel template is given the same way.
