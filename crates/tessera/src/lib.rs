@@ -15,9 +15,12 @@
 //! lists what is available; [`Backend::Auto`] picks the best available one and says which.
 
 pub mod check;
+pub mod compare;
 mod session;
 
-pub use session::{Session, SessionBuilder};
+pub use session::{DeviceTensor, Session, SessionBuilder};
+pub use tessera_core::plan::report::mib as plan_mib;
+pub use tessera_core::plan::{DeviceMemory, PlanReport, Transfers};
 pub use tessera_core::tensor::{npy, onnx_pb};
 pub use tessera_core::{
     Backend, BackendStatus, DType, Dim, Element, Error, IoInfo, Model, ModelInfo, Result, Tensor,
@@ -66,8 +69,10 @@ pub fn resolve_backend(requested: Backend) -> Result<(Backend, String)> {
         .collect();
     if requested == Backend::Auto {
         let mut skipped = Vec::new();
+        // A software-only GPU backend (lavapipe) is slower than the cpu backend: auto skips it.
+        let usable = |s: &BackendStatus| s.available && !s.software_only;
         for status in &statuses {
-            if status.available {
+            if usable(status) {
                 let why = if skipped.is_empty() {
                     format!(
                         "auto picked {}: the best backend, and available",
@@ -78,7 +83,17 @@ pub fn resolve_backend(requested: Backend) -> Result<(Backend, String)> {
                 };
                 return Ok((status.backend, why));
             }
-            skipped.push(format!("{} {}", status.backend, status.detail));
+            skipped.push(if status.available {
+                format!("{}: {}", status.backend, status.detail)
+            } else {
+                format!("{} {}", status.backend, status.detail)
+            });
+        }
+        if let Some(status) = statuses.iter().find(|s| s.available) {
+            return Ok((
+                status.backend,
+                format!("auto picked {}: {}", status.backend, skipped.join("; ")),
+            ));
         }
         return Err(Error::BackendUnavailable {
             backend: "auto".into(),
@@ -109,6 +124,8 @@ pub fn supported_ops(backend: Backend, info: &ModelInfo) -> Option<Vec<(String, 
                 .map(|op| (op.clone(), true))
                 .collect(),
         ),
+        // Which op types a GPU backend runs depends on the shapes and dtypes they get: ask for
+        // a plan report (`tessera inspect --backend`), which names each step's device.
         _ => None,
     }
 }

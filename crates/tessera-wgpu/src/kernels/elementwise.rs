@@ -1,13 +1,18 @@
-//! Element-wise kernels: Unary, Binary (`unary.wgsl`, `binary.wgsl`), and the casts and
-//! quantization ops.
+//! Element-wise kernels: Unary, Binary (`unary.wgsl`, `binary.wgsl`), Select (`select.wgsl`),
+//! Cast (`cast.wgsl`), and Quantize, Dequantize, LookupTable (`quantize.wgsl`).
 
-use super::{Dispatch, Grid, Kernel, Operand, StepIo, no_kernel, params, shader, strides, word};
+use super::{
+    Dispatch, Grid, Kernel, Operand, StepIo, no_kernel, output_len, params, shader, strides, word,
+};
 use crate::repr;
 use tessera_core::plan::{BinaryOp, KernelOp, UnaryOp};
-use tessera_core::{DType, Result};
+use tessera_core::{DType, Error, Result};
 
 const UNARY: &str = include_str!("../../../../shaders/wgsl/unary.wgsl");
 const BINARY: &str = include_str!("../../../../shaders/wgsl/binary.wgsl");
+const SELECT: &str = include_str!("../../../../shaders/wgsl/select.wgsl");
+const CAST: &str = include_str!("../../../../shaders/wgsl/cast.wgsl");
+const QUANTIZE: &str = include_str!("../../../../shaders/wgsl/quantize.wgsl");
 
 pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
     match op {
@@ -23,6 +28,24 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
             b_shape,
             out_shape,
         } => binary(op, *binary_op, *dtype, a_shape, b_shape, out_shape),
+        KernelOp::Select {
+            cond_shape,
+            a_shape,
+            b_shape,
+            out_shape,
+        } => select(io, cond_shape, a_shape, b_shape, out_shape),
+        KernelOp::Cast { from, to } => cast(*from, *to, io),
+        KernelOp::Quantize {
+            inv_scale,
+            zero_point,
+            to,
+        } => quantize(op, *inv_scale, *zero_point, *to, io),
+        KernelOp::Dequantize {
+            scale,
+            zero_point,
+            from,
+        } => dequantize(op, *scale, *zero_point, *from, io),
+        KernelOp::LookupTable { table, dtype } => lookup(op, table, *dtype, io),
         _ => Err(no_kernel(op)),
     }
 }
@@ -37,7 +60,8 @@ fn unary_expr(op: UnaryOp, w: &str) -> Option<&'static str> {
         UnaryOp::Neg if float || signed => "-v",
         UnaryOp::Sign if float || signed => "sign(v)",
         UnaryOp::Sign => "select(0u, 1u, v > 0u)",
-        UnaryOp::Not => "select(1u, 0u, v != 0u)",
+        // Logical ops take bools (u32 words); `v != 0u` does not type-check on other words.
+        UnaryOp::Not if w == "u32" => "select(1u, 0u, v != 0u)",
         UnaryOp::BitNot if !float => "~v",
         _ if !float => return None,
         UnaryOp::Exp => "exp(v)",
@@ -128,9 +152,10 @@ fn binary_expr(op: BinaryOp, w: &str) -> Option<&'static str> {
         BinaryOp::Pow => "pow_u32(a, b)",
         BinaryOp::Min => "min(a, b)",
         BinaryOp::Max => "max(a, b)",
-        BinaryOp::And if !float => "flag(a != 0u && b != 0u)",
-        BinaryOp::Or if !float => "flag(a != 0u || b != 0u)",
-        BinaryOp::Xor if !float => "flag((a != 0u) != (b != 0u))",
+        // Logical ops take bools (u32 words); `a != 0u` does not type-check on i32 words.
+        BinaryOp::And if w == "u32" => "flag(a != 0u && b != 0u)",
+        BinaryOp::Or if w == "u32" => "flag(a != 0u || b != 0u)",
+        BinaryOp::Xor if w == "u32" => "flag((a != 0u) != (b != 0u))",
         BinaryOp::BitAnd if !float => "a & b",
         BinaryOp::BitOr if !float => "a | b",
         BinaryOp::BitXor if !float => "a ^ b",
@@ -182,4 +207,182 @@ fn binary(
         bindings: vec![Operand::Input(0), Operand::Input(1), Operand::Output(0)],
         grid: Grid::Threads(n),
     }))
+}
+
+/// `out = cond ? a : b`. Only bits move, so every dtype shares one `u32` pipeline.
+fn select(
+    io: &StepIo,
+    cond_shape: &[usize],
+    a_shape: &[usize],
+    b_shape: &[usize],
+    out_shape: &[usize],
+) -> Result<Kernel> {
+    if let Some(out) = io.outputs.first() {
+        word(out.dtype)?;
+    }
+    let n: usize = out_shape.iter().product();
+    let rank = out_shape.len();
+    let mut p = params([n, rank])?;
+    p.extend(params(out_shape.iter().copied())?);
+    for shape in [cond_shape, a_shape, b_shape] {
+        if shape.len() != rank {
+            return Err(Error::Internal(format!(
+                "Select: operand shape {shape:?} does not have the output's rank {rank}"
+            )));
+        }
+        p.extend(params(strides(shape, true))?);
+    }
+    Ok(Kernel::single(Dispatch {
+        shader: shader("select.wgsl", SELECT, vec![]),
+        params: p,
+        bindings: vec![
+            Operand::Input(0),
+            Operand::Input(1),
+            Operand::Input(2),
+            Operand::Output(0),
+        ],
+        grid: Grid::Threads(n),
+    }))
+}
+
+/// The WGSL expression (on `v`, a word of `from`) converting to `to`, following the reference:
+/// floats to integers truncate toward zero and saturate at the target's range (NaN gives 0),
+/// anything to bool is `!= 0`, integers to integers wrap to the target's width. f16 is held as
+/// f32, so float-to-float is a copy (the rounding to f16 happens on read-back), and i64 is held
+/// as i32, so casts to i64 saturate (from floats) or reinterpret (from u32) at 32 bits.
+fn cast_expr(from: DType, to: DType) -> Result<String> {
+    let (source, target) = (word(from)?, word(to)?);
+    if from == to {
+        return Ok("v".into());
+    }
+    Ok(match (source, to) {
+        ("f32", DType::F32 | DType::F16) => "v".into(),
+        ("f32", DType::Bool) => "f32_to_bool(v)".into(),
+        ("f32", DType::I32 | DType::I64) => "f32_to_i32(v)".into(),
+        ("f32", DType::I16) => "f32_to_narrow_i32(v, -32768.0, 32767.0)".into(),
+        ("f32", DType::I8) => "f32_to_narrow_i32(v, -128.0, 127.0)".into(),
+        ("f32", DType::U32) => "f32_to_u32(v)".into(),
+        ("f32", DType::U16) => "f32_to_narrow_u32(v, 65535.0)".into(),
+        ("f32", DType::U8) => "f32_to_narrow_u32(v, 255.0)".into(),
+        (_, DType::F32 | DType::F16) => "f32(v)".into(),
+        (_, DType::Bool) => "select(0u, 1u, v != 0)".into(),
+        // Integer to integer: reinterpret the 32 bits, then wrap to the target's width.
+        _ => format!("{}(bitcast<{target}>(v))", repr::wrap(to)),
+    })
+}
+
+fn cast(from: DType, to: DType, io: &StepIo) -> Result<Kernel> {
+    let (source, target) = (word(from)?, word(to)?);
+    let expr = cast_expr(from, to)?;
+    let n = output_len(io);
+    Ok(Kernel::single(Dispatch {
+        shader: shader(
+            "cast.wgsl",
+            CAST,
+            vec![
+                ("IN", source.into()),
+                ("OUT", target.into()),
+                ("EXPR", expr),
+            ],
+        ),
+        params: params([n])?,
+        bindings: vec![Operand::Input(0), Operand::Output(0)],
+        grid: Grid::Threads(n),
+    }))
+}
+
+/// One `quantize.wgsl` dispatch: `y = EXPR(x)` over the output's elements, with `extra`
+/// parameters after the element count.
+fn quantize_dispatch(
+    io: &StepIo,
+    input: &str,
+    output: &str,
+    expr: &str,
+    extra: Vec<u32>,
+) -> Result<Kernel> {
+    let n = output_len(io);
+    let mut p = params([n])?;
+    p.extend(extra);
+    Ok(Kernel::single(Dispatch {
+        shader: shader(
+            "quantize.wgsl",
+            QUANTIZE,
+            vec![
+                ("IN", input.into()),
+                ("OUT", output.into()),
+                ("EXPR", expr.into()),
+            ],
+        ),
+        params: p,
+        bindings: vec![Operand::Input(0), Operand::Output(0)],
+        grid: Grid::Threads(n),
+    }))
+}
+
+/// The input's dtype, which must be `expected`.
+fn input_dtype(op: &KernelOp, io: &StepIo, expected: &[DType]) -> Result<DType> {
+    match io.inputs.first() {
+        Some(x) if expected.contains(&x.dtype) => Ok(x.dtype),
+        _ => Err(no_kernel(op)),
+    }
+}
+
+fn quantize(
+    op: &KernelOp,
+    inv_scale: f32,
+    zero_point: i32,
+    to: DType,
+    io: &StepIo,
+) -> Result<Kernel> {
+    input_dtype(op, io, &[DType::F32])?;
+    let (lo, hi): (i32, i32) = match to {
+        DType::U8 => (0, 255),
+        DType::I8 => (-128, 127),
+        _ => return Err(no_kernel(op)),
+    };
+    // Both targets' words hold the same bits as the i32 result, so the shader writes u32.
+    let extra = vec![
+        inv_scale.to_bits(),
+        zero_point.cast_unsigned(),
+        lo.cast_unsigned(),
+        hi.cast_unsigned(),
+    ];
+    quantize_dispatch(io, "f32", "u32", "quantize(v)", extra)
+}
+
+fn dequantize(
+    op: &KernelOp,
+    scale: f32,
+    zero_point: i32,
+    from: DType,
+    io: &StepIo,
+) -> Result<Kernel> {
+    if !matches!(from, DType::U8 | DType::I8 | DType::I32) {
+        return Err(no_kernel(op));
+    }
+    input_dtype(op, io, &[from])?;
+    // A u8 word (0..=255) reads the same as an i32, so every input binds as i32.
+    let extra = vec![scale.to_bits(), zero_point.cast_unsigned()];
+    quantize_dispatch(io, "i32", "f32", "dequantize(v)", extra)
+}
+
+fn lookup(op: &KernelOp, table: &[u8], dtype: DType, io: &StepIo) -> Result<Kernel> {
+    input_dtype(op, io, &[DType::U8, DType::I8])?;
+    if table.len() != 256 {
+        return Err(Error::Internal(format!(
+            "LookupTable: the table has {} entries, not 256",
+            table.len()
+        )));
+    }
+    // The table goes in params as the output's words: i8 entries sign-extended.
+    let entries: Vec<u32> = match dtype {
+        DType::U8 => table.iter().map(|&b| u32::from(b)).collect(),
+        DType::I8 => table
+            .iter()
+            .map(|&b| i32::from(b.cast_signed()).cast_unsigned())
+            .collect(),
+        _ => return Err(no_kernel(op)),
+    };
+    // An i8 input word is sign-extended; its low byte is the table index either way.
+    quantize_dispatch(io, "u32", "u32", "lookup(v)", entries)
 }

@@ -19,12 +19,18 @@
 //! ([`crate::repr`]). Pipelines are cached by shader name and defines, so a kernel's shape
 //! goes in `params`, never in a define.
 
+#[cfg(test)]
+mod compute_tests;
 mod conv;
+#[cfg(test)]
+mod device_tests;
+mod elementwise;
 mod matmul;
 mod pool;
 mod reduce;
-
-mod elementwise;
+mod shape;
+#[cfg(test)]
+mod tests;
 
 use crate::repr;
 use tessera_core::plan::{KernelOp, Value};
@@ -132,6 +138,13 @@ pub(crate) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
         | KernelOp::Quantize { .. }
         | KernelOp::Dequantize { .. }
         | KernelOp::LookupTable { .. } => elementwise::encode(op, io),
+        KernelOp::Transpose { .. }
+        | KernelOp::Slice { .. }
+        | KernelOp::Concat { .. }
+        | KernelOp::Gather { .. }
+        | KernelOp::Pad { .. }
+        | KernelOp::Broadcast { .. }
+        | KernelOp::Upsample { .. } => shape::encode(op, io),
         _ => Err(no_kernel(op)),
     }
 }
@@ -144,6 +157,7 @@ pub(crate) fn no_kernel(op: &KernelOp) -> Error {
             op_type: op.name(),
             first_node: String::new(),
             count: 1,
+            reason: None,
         }],
     }
 }
@@ -184,6 +198,11 @@ pub(crate) fn params(values: impl IntoIterator<Item = usize>) -> Result<Vec<u32>
     values.into_iter().map(u32_param).collect()
 }
 
+/// Number of elements of the step's first output (0 without one).
+pub(crate) fn output_len(io: &StepIo) -> usize {
+    io.outputs.first().map_or(0, |v| v.len())
+}
+
 /// Defines every kernel template is given the same way.
 pub(crate) fn shader(
     name: &'static str,
@@ -197,28 +216,30 @@ pub(crate) fn shader(
     }
 }
 
-/// The WGSL source of `shader`: `common.wgsl`, then the template with every `{{KEY}}` replaced.
-/// A placeholder left without a value is an error.
-pub(crate) fn expand(shader: &Shader) -> Result<String> {
-    let mut text = shader.source.to_string();
-    for (key, value) in &shader.defines {
-        text = text.replace(&format!("{{{{{key}}}}}"), value);
-    }
-    if let Some(at) = text.find("{{") {
-        let name: String = text[at..]
-            .chars()
-            .take_while(|&c| c != '\n')
-            .take(40)
-            .collect();
-        return Err(Error::Internal(format!(
-            "{}: placeholder {name} has no value",
-            shader.name
-        )));
-    }
-    Ok(format!("{COMMON}\n{text}"))
-}
-
+/// The prelude of every kernel.
 const COMMON: &str = include_str!("../../../../shaders/wgsl/common.wgsl");
 
-#[cfg(test)]
-mod tests;
+/// The WGSL a [`Shader`] stands for: `common.wgsl`, then the template with its `{{KEY}}`
+/// placeholders replaced. Tensor bindings are written `var<storage, read>` in the templates (to
+/// say what a kernel reads) and compiled as `read_write`: intermediate tensors share one arena
+/// buffer, and WebGPU forbids binding one buffer both read-only and read-write in a dispatch,
+/// while several read-write bindings of it are allowed. `params` (in the prelude) stays
+/// read-only.
+pub(crate) fn expand(shader: &Shader) -> Result<String> {
+    let mut body = shader
+        .source
+        .replace("var<storage, read> ", "var<storage, read_write> ");
+    for (key, value) in &shader.defines {
+        body = body.replace(&format!("{{{{{key}}}}}"), value);
+    }
+    if let Some(at) = body.find("{{") {
+        let rest = &body[at..];
+        let end = rest.find("}}").map_or(rest.len().min(40), |e| e + 2);
+        return Err(Error::Internal(format!(
+            "kernel {}: placeholder {} has no value",
+            shader.name,
+            &rest[..end]
+        )));
+    }
+    Ok(format!("{COMMON}\n{body}"))
+}
