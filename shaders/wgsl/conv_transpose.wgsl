@@ -7,7 +7,8 @@
 // includes output_padding (ONNX adjustments): positions no tap reaches get the bias alone.
 // params: as conv.wgsl: [total, out_channels, in_per_group, out_per_group, kernel_size,
 //          channels_last, output_spatial_size, x_batch_stride, x_channel_stride, bias_mode,
-//          then per axis d, h, w: input, output, kernel, stride, dilation, pad_before, x_stride]
+//          then per axis d, h, w: input, output, kernel, stride, dilation, pad_before, x_stride,
+//          pad_after]
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<f32>;
@@ -16,7 +17,7 @@
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 
 fn axis_param(axis: u32, field: u32) -> u32 {
-    return params[10u + axis * 7u + field];
+    return params[10u + axis * 8u + field];
 }
 
 @compute @workgroup_size(64)

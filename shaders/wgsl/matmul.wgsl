@@ -1,6 +1,7 @@
-// C[b, m, n] = sum_k A[b, m, k] * B[b, k, n], tiled: a 16x16 workgroup computes a 32x32 tile of
-// C (each thread a 2x2 block: rows ly and ly + 16, columns lx and lx + 16), stepping through k
-// 16 at a time with both operand tiles staged in workgroup memory.
+// C[b, m, n] = sum_k A[b, m, k] * B[b, k, n], tiled: an 8x8 workgroup computes a 32x32 tile of
+// C, each thread a 4x4 block (rows ly + 8i, columns lx + 8j), stepping through k 16 at a time
+// with both operand tiles staged in workgroup memory. 16 products per 8 tile reads keeps
+// software drivers (lavapipe) and GPUs alike busy with arithmetic rather than loads.
 // {{T}}: element word (accumulated in it: f32, or wrapping i32 / u32); {{WRAP}} narrows results.
 // Every operand is addressed through its layout: element (b, r, c) of X is at
 // X_off + sum_axis coord_axis * X_batch_stride_axis + r * X_rs + c * X_cs.
@@ -11,17 +12,17 @@
 
 @group(0) @binding(1) var<storage, read> a: array<{{T}}>;
 @group(0) @binding(2) var<storage, read> b: array<{{T}}>;
-@group(0) @binding(3) var<storage, read_write> c: array<{{T}}>;
+@group(0) @binding(3) var<storage, read_write> out: array<{{T}}>;
 
 const TILE: u32 = 32u;
-const HALF: u32 = 16u;
+const THREADS: u32 = 64u;
 const DEPTH: u32 = 16u;
 
 // A tile: [TILE rows][DEPTH]; B tile: [DEPTH][TILE columns].
 var<workgroup> tile_a: array<{{T}}, 512>;
 var<workgroup> tile_b: array<{{T}}, 512>;
 
-@compute @workgroup_size(16, 16)
+@compute @workgroup_size(8, 8)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) local: vec3<u32>,
         @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3<u32>) {
     let m = params[0];
@@ -38,6 +39,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) loc
     let tiles_m = (m + TILE - 1u) / TILE;
     let tiles_n = (n + TILE - 1u) / TILE;
     let zero = {{T}}(0);
+    let lx = local.x;
+    let ly = local.y;
     for (var bz = wid.z; bz < batch; bz += nwg.z) {
         var ao = params[5];
         var bo = params[8];
@@ -55,14 +58,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) loc
             for (var tx = wid.x; tx < tiles_n; tx += nwg.x) {
                 let row0 = ty * TILE;
                 let col0 = tx * TILE;
-                var acc00 = zero;
-                var acc01 = zero;
-                var acc10 = zero;
-                var acc11 = zero;
+                // acc_i: row ly + 8i, columns lx, lx + 8, lx + 16, lx + 24.
+                var acc0 = vec4<{{T}}>(zero);
+                var acc1 = vec4<{{T}}>(zero);
+                var acc2 = vec4<{{T}}>(zero);
+                var acc3 = vec4<{{T}}>(zero);
                 for (var k0 = 0u; k0 < k; k0 += DEPTH) {
-                    // 512 elements of each tile, two per thread; consecutive threads read
+                    // 512 elements of each tile, eight per thread; consecutive threads read
                     // consecutive k of A and consecutive columns of B.
-                    for (var e = lid; e < 512u; e += 256u) {
+                    for (var e = lid; e < 512u; e += THREADS) {
                         let r = row0 + e / DEPTH;
                         let ka = k0 + e % DEPTH;
                         var va = zero;
@@ -80,26 +84,31 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) loc
                     }
                     workgroupBarrier();
                     for (var kk = 0u; kk < DEPTH; kk++) {
-                        let a0 = tile_a[local.y * DEPTH + kk];
-                        let a1 = tile_a[(local.y + HALF) * DEPTH + kk];
-                        let b0 = tile_b[kk * TILE + local.x];
-                        let b1 = tile_b[kk * TILE + local.x + HALF];
-                        acc00 += a0 * b0;
-                        acc01 += a0 * b1;
-                        acc10 += a1 * b0;
-                        acc11 += a1 * b1;
+                        let at = kk * TILE + lx;
+                        let bv = vec4<{{T}}>(tile_b[at], tile_b[at + 8u], tile_b[at + 16u],
+                            tile_b[at + 24u]);
+                        acc0 += tile_a[ly * DEPTH + kk] * bv;
+                        acc1 += tile_a[(ly + 8u) * DEPTH + kk] * bv;
+                        acc2 += tile_a[(ly + 16u) * DEPTH + kk] * bv;
+                        acc3 += tile_a[(ly + 24u) * DEPTH + kk] * bv;
                     }
                     workgroupBarrier();
                 }
-                let r0 = row0 + local.y;
-                let r1 = r0 + HALF;
-                let c0 = col0 + local.x;
-                let c1 = c0 + HALF;
-                if (r0 < m && c0 < n) { c[co + r0 * c_rs + c0 * c_cs] = {{WRAP}}(acc00); }
-                if (r0 < m && c1 < n) { c[co + r0 * c_rs + c1 * c_cs] = {{WRAP}}(acc01); }
-                if (r1 < m && c0 < n) { c[co + r1 * c_rs + c0 * c_cs] = {{WRAP}}(acc10); }
-                if (r1 < m && c1 < n) { c[co + r1 * c_rs + c1 * c_cs] = {{WRAP}}(acc11); }
+                store(co, row0 + ly, col0 + lx, acc0, m, n, c_rs, c_cs);
+                store(co, row0 + ly + 8u, col0 + lx, acc1, m, n, c_rs, c_cs);
+                store(co, row0 + ly + 16u, col0 + lx, acc2, m, n, c_rs, c_cs);
+                store(co, row0 + ly + 24u, col0 + lx, acc3, m, n, c_rs, c_cs);
             }
         }
+    }
+}
+
+// Writes one row of a thread's block: columns col, col + 8, col + 16, col + 24.
+fn store(co: u32, row: u32, col: u32, v: vec4<{{T}}>, m: u32, n: u32, c_rs: u32, c_cs: u32) {
+    if (row >= m) { return; }
+    let at = co + row * c_rs;
+    for (var j = 0u; j < 4u; j++) {
+        let c = col + 8u * j;
+        if (c < n) { out[at + c * c_cs] = {{WRAP}}(v[j]); }
     }
 }

@@ -1,20 +1,31 @@
-// Max pooling ({{MAX}} = true; padded taps are ignored, a window of padding only gives -inf) or
-// sum / average pooling ({{MAX}} = false); one thread per output element.
+// Max pooling ({{MAX}} = true; padded taps are ignored, a window of padding only gives the
+// lowest value) or sum / average pooling ({{MAX}} = false, f32 only); one thread per output
+// element. {{T}}: element word (max pooling also runs on integers).
 // x: `N, C, spatial...` (or `N, spatial..., C` when channels_last). Spatial axes are padded to
 // three (d, h, w) with unit axes in front.
-// params: [total, channels, 0, 0, kernel_size (kd * kh * kw), channels_last,
-//          output_spatial_size, x_batch_stride, x_channel_stride,
-//          flags (bit 0: normalize, bit 1: count_include_pad),
+// Averages with count_include_pad divide by the taps inside the padded input: the whole
+// window, except where ONNX's ceil mode lets the last window run past pad_after.
+// params: [total, channels, lowest (bits of the type's lowest value), 0,
+//          kernel_size (kd * kh * kw), channels_last, output_spatial_size, x_batch_stride,
+//          x_channel_stride, flags (bit 0: normalize, bit 1: count_include_pad),
 //          then per axis d, h, w: input, output, kernel, stride, dilation, pad_before,
-//          x_stride (element stride of the axis in x)]
+//          x_stride (element stride of the axis in x), pad_after]
 
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<{{T}}>;
+@group(0) @binding(2) var<storage, read_write> y: array<{{T}}>;
 
 const IS_MAX: bool = {{MAX}};
 
 fn axis_param(axis: u32, field: u32) -> u32 {
-    return params[10u + axis * 7u + field];
+    return params[10u + axis * 8u + field];
+}
+
+// Taps of a window starting at `start` (padded coordinates) inside the padded extent.
+fn taps_inside(axis: u32, start: u32) -> u32 {
+    let padded = axis_param(axis, 0u) + axis_param(axis, 5u) + axis_param(axis, 7u);
+    if (start >= padded) { return 0u; }
+    let dilation = axis_param(axis, 4u);
+    return min(axis_param(axis, 2u), (padded - start + dilation - 1u) / dilation);
 }
 
 @compute @workgroup_size(64)
@@ -60,9 +71,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let oh = (s / out_w) % out_h;
     let od = s / (out_w * out_h);
     let x_base = nb * params[7] + ch * params[8];
-    var best = bitcast<f32>(0xff800000u);
+    var best = bitcast<{{T}}>(params[2]);
     var found = false;
-    var sum = 0.0;
+    var sum = {{T}}(0);
     var real = 0u;
     for (var kd = 0u; kd < k_d; kd++) {
         let zd = od * stride_d + kd * dil_d;
@@ -94,9 +105,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let flags = params[9];
     if ((flags & 1u) == 0u) {
         y[i] = sum;
-    } else if ((flags & 2u) != 0u) {
-        y[i] = sum / f32(params[4]);
-    } else {
-        y[i] = sum / f32(max(real, 1u));
+        return;
     }
+    var count = max(real, 1u);
+    if ((flags & 2u) != 0u) {
+        count = max(taps_inside(0u, od * stride_d) * taps_inside(1u, oh * stride_h)
+            * taps_inside(2u, ow * stride_w), 1u);
+    }
+    y[i] = {{T}}(f32(sum) / f32(count));
 }

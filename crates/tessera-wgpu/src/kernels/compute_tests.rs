@@ -406,6 +406,17 @@ fn catalogue() -> Vec<(&'static str, KernelOp, Vec<Tensor>)> {
         cases.push(("conv channels last", op, inputs));
     }
     {
+        // Blocks of 4 channels, a last axis not a multiple of 4, padding on both sides.
+        let mut w = window(&[10, 11], &[3, 5]);
+        w.batch = 2;
+        w.strides = vec![1, 2];
+        w.pads_before = vec![1, 2];
+        w.pads_after = vec![1, 3];
+        conv_output(&mut w);
+        let (op, inputs) = conv(w, 6, 16, 2, Some(16), 65);
+        cases.push(("conv channel blocks", op, inputs));
+    }
+    {
         let mut w = window(&[8, 9], &[1, 1]);
         w.batch_axis = false;
         conv_output(&mut w);
@@ -1063,4 +1074,160 @@ fn kernels_match_the_reference() {
     }
     eprintln!("{ran} kernel cases run");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Runs a single-output op on the device (`None` without an adapter), after validating it.
+fn run_one(op: &KernelOp, tensors: &[Tensor]) -> Option<Vec<f64>> {
+    let plan = plan(op, &inputs_of(tensors));
+    let kernel = encode_plan(&plan).unwrap();
+    for dispatch in &kernel.dispatches {
+        validate(&dispatch.shader).unwrap();
+    }
+    let out = &plan.values[plan.outputs[0].0];
+    let gpu = gpu()?;
+    let words = run(gpu, &kernel, tensors, &[out.len()]).remove(0);
+    Some(from_words(&words, out.dtype))
+}
+
+/// What the reference does not cover: ONNX ceil mode with count_include_pad (the last window
+/// runs past pad_after, and only the taps inside the padded input count, as in tract), and max
+/// pooling on integers.
+#[test]
+fn pooling_beyond_the_reference() {
+    // x = [1, 2, 3, 4], kernel 3, stride 2, pads 1 / 1, ceil mode: windows over the padded
+    // [0, 1, 2, 3, 4, 0] start at 0, 2 and 4; the last holds 2 taps inside the padding.
+    let mut w = window(&[4], &[3]);
+    w.strides = vec![2];
+    w.pads_before = vec![1];
+    w.pads_after = vec![1];
+    w.output = vec![3];
+    let x = Tensor::from_vec(vec![1, 1, 4], vec![1f32, 2.0, 3.0, 4.0]).unwrap();
+    let avg = KernelOp::SumPool {
+        dtype: DType::F32,
+        window: w.clone(),
+        channels: 1,
+        normalize: true,
+        count_include_pad: true,
+    };
+    if let Some(got) = run_one(&avg, std::slice::from_ref(&x)) {
+        assert_eq!(got, vec![1.0, 3.0, 2.0]);
+    }
+    for dtype in [DType::U8, DType::I8, DType::I32] {
+        let ints = Tensor::new(
+            vec![1, 1, 4],
+            match dtype {
+                DType::U8 => TensorData::U8(vec![7, 200, 3, 9]),
+                DType::I8 => TensorData::I8(vec![-7, -100, -3, 9]),
+                _ => TensorData::I32(vec![-7, 100_000, -3, 9]),
+            },
+        )
+        .unwrap();
+        let max = KernelOp::MaxPool {
+            dtype,
+            window: w.clone(),
+            channels: 1,
+        };
+        if let Some(got) = run_one(&max, &[ints]) {
+            let want = match dtype {
+                DType::U8 => vec![200.0, 200.0, 9.0],
+                DType::I8 => vec![-7.0, 9.0, 9.0],
+                _ => vec![100_000.0, 100_000.0, 9.0],
+            };
+            assert_eq!(got, want, "{dtype}");
+        }
+    }
+}
+
+/// Kernel timings on the adapter (`cargo test --release -- --ignored --nocapture bench`):
+/// each case once to compile, then the median of a few runs, read-back included.
+#[test]
+#[ignore = "a benchmark"]
+fn bench_compute_kernels() {
+    let Some(gpu) = gpu() else {
+        eprintln!("no wgpu adapter");
+        return;
+    };
+    let conv = |cin: usize, cout: usize, group: usize, side: usize, k: usize, stride: usize| {
+        let mut w = window(&[side, side], &[k, k]);
+        w.pads_before = vec![k / 2; 2];
+        w.pads_after = vec![k / 2; 2];
+        w.strides = vec![stride; 2];
+        conv_output(&mut w);
+        let x = f32_tensor(&window_shape(&w, cin, &w.input), 1);
+        let weights = f32_tensor(&[cout, cin / group, k, k], 2);
+        let bias = f32_tensor(&[cout], 3);
+        (
+            format!("conv {cin}->{cout} g{group} {side}x{side} k{k} s{stride}"),
+            KernelOp::Conv {
+                dtype: DType::F32,
+                window: w,
+                in_channels: cin,
+                out_channels: cout,
+                group,
+                has_bias: true,
+            },
+            vec![x, weights, bias],
+        )
+    };
+    let matmul = |m: usize, k: usize, n: usize| {
+        (
+            format!("matmul {m}x{k}x{n}"),
+            KernelOp::MatMul {
+                dtype: DType::F32,
+                out_shape: vec![m, n],
+                batch: vec![],
+                m,
+                k,
+                n,
+                a: row_major(m, k),
+                b: row_major(k, n),
+                c: row_major(m, n),
+            },
+            vec![f32_tensor(&[m, k], 4), f32_tensor(&[k, n], 5)],
+        )
+    };
+    let cases = vec![
+        conv(3, 16, 1, 640, 3, 2),
+        conv(16, 16, 16, 320, 3, 1),
+        conv(16, 32, 1, 320, 1, 1),
+        conv(64, 64, 1, 80, 3, 1),
+        conv(128, 128, 1, 40, 3, 1),
+        matmul(256, 256, 256),
+        matmul(1024, 1024, 1024),
+        matmul(1, 1024, 4096),
+    ];
+    let filter = std::env::var("TESSERA_FILTER").unwrap_or_default();
+    for (name, op, tensors) in cases {
+        if !name.contains(filter.as_str()) {
+            continue;
+        }
+        let plan = plan(&op, &inputs_of(&tensors));
+        let kernel = encode_plan(&plan).unwrap();
+        let out = plan.values[plan.outputs[0].0].len();
+        run(gpu, &kernel, &tensors, &[out]);
+        let mut times: Vec<f64> = (0..3)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                run(gpu, &kernel, &tensors, &[out]);
+                start.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        let flops = match &op {
+            KernelOp::MatMul { m, k, n, .. } => 2.0 * (m * k * n) as f64,
+            KernelOp::Conv {
+                window,
+                in_channels,
+                group,
+                ..
+            } => 2.0 * (out * in_channels / group * window.kernel.iter().product::<usize>()) as f64,
+            _ => 0.0,
+        };
+        eprintln!(
+            "{name}: {:.2} ms ({:.2} GFLOP/s) on {}",
+            times[1],
+            flops / times[1] / 1e6,
+            gpu.name
+        );
+    }
 }

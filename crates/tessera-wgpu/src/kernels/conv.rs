@@ -14,7 +14,7 @@ const SPATIAL_AXES: usize = 3;
 /// The parameters `conv.wgsl`, `conv_transpose.wgsl` and `pool.wgsl` share:
 /// `[total, channels, in_per_group, out_per_group, kernel_size, channels_last,
 /// output_spatial_size, x_batch_stride, x_channel_stride, extra]`, then per axis d, h, w:
-/// `[input, output, kernel, stride, dilation, pad_before, x_stride]`. `channels` is the
+/// `[input, output, kernel, stride, dilation, pad_before, x_stride, pad_after]`. `channels` is the
 /// output's; `in_channels` the input's. `None` when the window has more than 3 spatial axes.
 pub(super) fn window_params(
     window: &Window,
@@ -30,6 +30,7 @@ pub(super) fn window_params(
         window.strides.len(),
         window.dilations.len(),
         window.pads_before.len(),
+        window.pads_after.len(),
     ];
     if rank > SPATIAL_AXES || lens.iter().any(|&l| l != rank) {
         return Ok(None);
@@ -57,7 +58,7 @@ pub(super) fn window_params(
     ])?;
     p.push(extra);
     for _ in rank..SPATIAL_AXES {
-        p.extend([1, 1, 1, 1, 1, 0, 0]);
+        p.extend([1, 1, 1, 1, 1, 0, 0, 0]);
     }
     let mut x_stride = unit * in_spatial;
     for axis in 0..rank {
@@ -70,6 +71,7 @@ pub(super) fn window_params(
             window.dilations[axis],
             window.pads_before[axis],
             x_stride,
+            window.pads_after[axis],
         ])?);
     }
     Ok(Some(p))
@@ -140,7 +142,7 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
         _ => (0, Operand::Input(0)),
     };
     let groups = (in_channels / group, out_channels / group);
-    let Some(p) = window_params(window, in_channels, out_channels, groups, bias_mode)? else {
+    let Some(mut p) = window_params(window, in_channels, out_channels, groups, bias_mode)? else {
         return Err(no_kernel(op));
     };
     let total = p[0] as usize;
@@ -148,8 +150,19 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
         return Ok(Kernel::default());
     }
     u32_param(io.inputs.first().map_or(0, |x| x.len()))?;
+    let mut defines = vec![];
+    let mut threads = total;
+    if name == "conv.wgsl" {
+        // A thread computes `block` channels of one group times 4 positions along the last
+        // spatial axis.
+        let block = if groups.1.is_multiple_of(4) { 4 } else { 1 };
+        let out_w = window.output.last().copied().unwrap_or(1);
+        threads = total / out_w / block * out_w.div_ceil(4);
+        p[0] = u32_param(threads)?;
+        defines.push(("OCB", format!("{block}u")));
+    }
     Ok(Kernel::single(Dispatch {
-        shader: shader(name, source, vec![]),
+        shader: shader(name, source, defines),
         params: p,
         bindings: vec![
             Operand::Input(0),
@@ -157,6 +170,6 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
             bias,
             Operand::Output(0),
         ],
-        grid: Grid::Threads(total),
+        grid: Grid::Threads(threads),
     }))
 }
