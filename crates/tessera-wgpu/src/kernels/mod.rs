@@ -5,10 +5,10 @@
 //! | file | ops | shaders |
 //! |---|---|---|
 //! | `elementwise.rs` | Unary, Binary, Select, Cast, Quantize, Dequantize, LookupTable | `unary.wgsl`, `binary.wgsl`, `select.wgsl`, `cast.wgsl`, `quantize.wgsl` |
-//! | `matmul.rs` | MatMul | `matmul.wgsl` |
+//! | `matmul.rs` | MatMul | `matmul.wgsl`, `matvec.wgsl` |
 //! | `conv.rs` | Conv, ConvTranspose | `conv.wgsl`, `conv_transpose.wgsl` |
 //! | `pool.rs` | MaxPool, SumPool | `pool.wgsl` |
-//! | `reduce.rs` | Reduce, Softmax, RmsNorm, Lrn, LstmEpilogue | `reduce.wgsl`, `softmax.wgsl`, `norm.wgsl`, `lstm.wgsl` |
+//! | `reduce.rs` | Reduce, Softmax, RmsNorm, Lrn, LstmEpilogue | `reduce.wgsl`, `softmax.wgsl`, `norm.wgsl`, `lrn.wgsl`, `lstm.wgsl` |
 //! | `shape.rs` | Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample | `transpose.wgsl`, `slice.wgsl`, ... |
 //!
 //! A kernel is a WGSL template: `common.wgsl` is prepended, and `{{NAME}}` placeholders are
