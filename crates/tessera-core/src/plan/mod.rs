@@ -3,12 +3,12 @@
 //! A [`Plan`] is built from tract's decluttered typed model for one input signature (see
 //! [`crate::lower`]): a table of [`Value`]s with concrete shapes and dtypes, the constants a
 //! backend uploads once, the [`Step`]s in execution order (each a [`KernelOp`] with every
-//! parameter concrete), and a [`memory::MemoryPlan`] that maps every intermediate value to a
-//! reusable buffer. Views that move no data (reshape, adding or removing unit axes) are not
+//! parameter concrete), and a [`memory::MemoryPlan`] that gives every intermediate value a byte
+//! offset in one arena, shared by values that never live at the same time. Views that move no data (reshape, adding or removing unit axes) are not
 //! steps: such a value names the value whose buffer it shares in [`Value::alias_of`].
 //!
 //! Files: `kernel.rs` (the op enum), `shapes.rs` (shape rules, used to check plans),
-//! `memory.rs` (liveness and buffer reuse), `placement.rs` (device or host per step).
+//! `memory.rs` (liveness and arena offsets), `placement.rs` (device or host per step).
 
 pub mod kernel;
 pub mod memory;
@@ -51,7 +51,7 @@ pub struct Value {
     pub shape: Vec<usize>,
     pub dtype: DType,
     pub role: Role,
-    /// Set for a view: the value whose buffer this one reads (same bytes, other shape).
+    /// Set for a view: the value whose bytes this one reads (same bytes, other shape).
     pub alias_of: Option<ValueId>,
     /// The tract outlet `(node, slot)` this value stands for, when it has one.
     pub outlet: Option<(usize, usize)>,
