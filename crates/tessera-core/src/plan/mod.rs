@@ -208,27 +208,38 @@ impl Plan {
                 )));
             }
         }
-        for step in &self.steps {
-            let inputs = step
-                .inputs
-                .iter()
-                .map(|&id| self.value(id).map(|v| (v.shape.as_slice(), v.dtype)))
-                .collect::<Result<Vec<_>>>()?;
-            let Some(expected) = shapes::output_shapes(&step.op, &inputs)? else {
-                continue;
-            };
-            let actual = step
-                .outputs
-                .iter()
-                .map(|&id| self.value(id).map(|v| (v.shape.clone(), v.dtype)))
-                .collect::<Result<Vec<_>>>()?;
-            if expected != actual {
-                return Err(Error::Internal(format!(
-                    "step '{}' ({}): outputs should be {expected:?}, the graph says {actual:?}",
-                    step.node,
-                    step.op.name()
-                )));
-            }
+        for ix in 0..self.steps.len() {
+            self.validate_step(ix)?;
+        }
+        Ok(())
+    }
+
+    /// Checks one step against the shape rules of its op: its outputs have the shapes and
+    /// dtypes the op makes of its inputs' (nothing to check for [`KernelOp::Opaque`]).
+    pub fn validate_step(&self, index: usize) -> Result<()> {
+        let step = self
+            .steps
+            .get(index)
+            .ok_or_else(|| Error::Internal(format!("plan has no step {index}")))?;
+        let inputs = step
+            .inputs
+            .iter()
+            .map(|&id| self.value(id).map(|v| (v.shape.as_slice(), v.dtype)))
+            .collect::<Result<Vec<_>>>()?;
+        let Some(expected) = shapes::output_shapes(&step.op, &inputs)? else {
+            return Ok(());
+        };
+        let actual = step
+            .outputs
+            .iter()
+            .map(|&id| self.value(id).map(|v| (v.shape.clone(), v.dtype)))
+            .collect::<Result<Vec<_>>>()?;
+        if expected != actual {
+            return Err(Error::Internal(format!(
+                "step '{}' ({}): outputs should be {expected:?}, the graph says {actual:?}",
+                step.node,
+                step.op.name()
+            )));
         }
         Ok(())
     }
