@@ -114,7 +114,13 @@ pub(crate) fn upload(
     what: &str,
 ) -> Result<DeviceBuffer> {
     let words = repr::to_words(tensor.data(), narrowing, what)?;
-    check_size(ctx, what, words.len())?;
+    let limit = ctx.limits.max_buffer_size as usize;
+    if words.len() > limit {
+        return Err(prepare_error(format!(
+            "{what} needs {} bytes on the device, above this adapter's largest buffer ({limit} bytes)",
+            words.len()
+        )));
+    }
     let buffer = storage_buffer(ctx, what, words.len(), true);
     if !words.is_empty() {
         ctx.queue.write_buffer(&buffer, 0, &words);
@@ -314,7 +320,8 @@ impl Compiled {
                 continue;
             }
             kinds.push(2);
-            let kernel = kernels::encode(&step.op, &io).map_err(|e| {
+            let max_binding = ctx.limits.max_storage_buffer_binding_size as usize;
+            let kernel = kernels::encode_limited(&step.op, &io, max_binding).map_err(|e| {
                 prepare_error(format!("step '{}' ({}): {e}", step.node, step.op.name()))
             })?;
             let scratch_base = scratch.len();
@@ -380,6 +387,25 @@ impl Compiled {
                         })?;
                         compiled.binding(id)?
                     }
+                    Operand::InputRange {
+                        input,
+                        start,
+                        words,
+                    } => {
+                        let id = *step.inputs.get(input).ok_or_else(|| {
+                            Error::Internal(format!("step '{}' has no input {input}", step.node))
+                        })?;
+                        let (buffer, offset, bytes) = compiled.binding(id)?;
+                        let (from, len) =
+                            ((start * WORD_BYTES) as u64, (words * WORD_BYTES) as u64);
+                        if from + len > bytes {
+                            return Err(Error::Internal(format!(
+                                "step '{}': a slice of input {input} runs past its end",
+                                step.node
+                            )));
+                        }
+                        (buffer, offset + from, len)
+                    }
                     Operand::Scratch(k) => {
                         let buffer = scratch.get(p.scratch_base + k).ok_or_else(|| {
                             Error::Internal(format!("step '{}' has no scratch {k}", step.node))
@@ -388,6 +414,14 @@ impl Compiled {
                     }
                 };
                 targets.push(target);
+            }
+            let max_binding = ctx.limits.max_storage_buffer_binding_size as u64;
+            if let Some(&(_, _, size)) = targets.iter().find(|t| t.2 > max_binding) {
+                return Err(prepare_error(format!(
+                    "step '{}' ({}) binds {size} bytes at once, above this adapter's largest storage binding ({max_binding} bytes)",
+                    step.node,
+                    step.op.name()
+                )));
             }
             let entries: Vec<wgpu::BindGroupEntry> = targets
                 .iter()
