@@ -261,7 +261,7 @@ impl Compiled {
                 .iter()
                 .chain(&plan.outputs)
                 .any(|&id| plan.root(id).ok() == Some(constant.value));
-            if used && plan.value(constant.value)?.len() > 0 {
+            if used && !plan.value(constant.value)?.is_empty() {
                 let buffer = weights(constant)?;
                 constant_bytes += buffer.bytes;
                 constants.insert(constant.value, buffer);
@@ -415,7 +415,7 @@ impl Compiled {
                 };
                 targets.push(target);
             }
-            let max_binding = ctx.limits.max_storage_buffer_binding_size as u64;
+            let max_binding = ctx.limits.max_storage_buffer_binding_size;
             if let Some(&(_, _, size)) = targets.iter().find(|t| t.2 > max_binding) {
                 return Err(prepare_error(format!(
                     "step '{}' ({}) binds {size} bytes at once, above this adapter's largest storage binding ({max_binding} bytes)",
@@ -853,12 +853,13 @@ impl Compiled {
                 .zip(&self.placement.steps[ix + 1..])
                 .filter(|(_, d)| **d == Device::Device)
                 .any(|(s, _)| s.inputs.iter().any(|&i| plan.root(i).ok() == Some(id)));
-            if read_on_device && !tensor.is_empty() {
-                if let Location::Arena(offset) = self.location(id)? {
-                    let words = repr::to_words(tensor.data(), Narrowing::Checked, &step.node)?;
-                    ctx.queue.write_buffer(self.arena_buffer()?, offset, &words);
-                    transfers.fallback_bytes += words.len();
-                }
+            if read_on_device
+                && !tensor.is_empty()
+                && let Location::Arena(offset) = self.location(id)?
+            {
+                let words = repr::to_words(tensor.data(), Narrowing::Checked, &step.node)?;
+                ctx.queue.write_buffer(self.arena_buffer()?, offset, &words);
+                transfers.fallback_bytes += words.len();
             }
             host.insert(id, tensor);
         }
