@@ -52,7 +52,8 @@ struct Launch {
 enum Location {
     Arena(u64),
     Input(usize),
-    Constant(Arc<DeviceBuffer>),
+    /// Uploaded with the plan's weights when a device step reads it (see `constants`).
+    Constant,
     /// No elements: nothing to bind or copy.
     Empty,
 }
@@ -256,10 +257,12 @@ impl Compiled {
             .flat_map(|(s, _)| s.inputs.iter().copied())
             .collect();
         for constant in &plan.constants {
-            // Constant outputs go up too, for runs that leave their outputs on the device.
+            // Constant outputs go up too (when the device can hold them), for runs that leave
+            // their outputs on the device; host runs return them from the host.
+            let holdable = repr::word(plan.value(constant.value)?.dtype).is_some();
             let used = device_reads
                 .iter()
-                .chain(&plan.outputs)
+                .chain(plan.outputs.iter().filter(|_| holdable))
                 .any(|&id| plan.root(id).ok() == Some(constant.value));
             if used && !plan.value(constant.value)?.is_empty() {
                 let buffer = weights(constant)?;
@@ -476,11 +479,7 @@ impl Compiled {
         }
         Ok(match value.role {
             Role::Input(k) => Location::Input(k),
-            Role::Constant => {
-                Location::Constant(self.constants.get(&root).cloned().ok_or_else(|| {
-                    Error::Internal(format!("constant '{}' not uploaded", value.name))
-                })?)
-            }
+            Role::Constant => Location::Constant,
             _ => Location::Arena(
                 self.memory
                     .offset_of
@@ -503,15 +502,17 @@ impl Compiled {
                 Some(buffer) => (buffer, 0, bytes),
                 None => (&self._dummy, 0, WORD_BYTES as u64),
             },
-            Location::Constant(buffer) => {
-                // The constant buffer is owned by the session's weight cache and outlives this
-                // plan; take the reference from our own map so the borrow is tied to self.
+            Location::Constant => {
                 let root = self.plan.root(id)?;
-                let held = self
-                    .constants
-                    .get(&root)
-                    .ok_or_else(|| Error::Internal("constant vanished".into()))?;
-                debug_assert!(Arc::ptr_eq(held, &buffer));
+                let held = self.constants.get(&root).ok_or_else(|| {
+                    Error::Internal(format!(
+                        "constant '{}' is not on the device",
+                        self.plan
+                            .value(root)
+                            .map(|v| v.name.as_str())
+                            .unwrap_or("?")
+                    ))
+                })?;
                 (&held.buffer, 0, bytes)
             }
             Location::Empty => (&self._dummy, 0, WORD_BYTES as u64),
@@ -703,7 +704,7 @@ impl Compiled {
                         0,
                     ),
                 },
-                Location::Constant(_) if !on_device => {
+                Location::Constant if !on_device => {
                     let constant = plan
                         .constants
                         .iter()
@@ -714,7 +715,7 @@ impl Compiled {
                     sources.push(Source::Ready(Produced::Host(tensor)));
                     continue;
                 }
-                Location::Constant(_) => {
+                Location::Constant => {
                     let (buffer, offset, _) = self.binding(id)?;
                     (buffer, offset)
                 }
