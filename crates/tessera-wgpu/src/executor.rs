@@ -52,7 +52,8 @@ struct Launch {
 enum Location {
     Arena(u64),
     Input(usize),
-    Constant(Arc<DeviceBuffer>),
+    /// Uploaded with the plan's weights when a device step reads it (see `constants`).
+    Constant,
     /// No elements: nothing to bind or copy.
     Empty,
 }
@@ -114,7 +115,13 @@ pub(crate) fn upload(
     what: &str,
 ) -> Result<DeviceBuffer> {
     let words = repr::to_words(tensor.data(), narrowing, what)?;
-    check_size(ctx, what, words.len())?;
+    let limit = ctx.limits.max_buffer_size as usize;
+    if words.len() > limit {
+        return Err(prepare_error(format!(
+            "{what} needs {} bytes on the device, above this adapter's largest buffer ({limit} bytes)",
+            words.len()
+        )));
+    }
     let buffer = storage_buffer(ctx, what, words.len(), true);
     if !words.is_empty() {
         ctx.queue.write_buffer(&buffer, 0, &words);
@@ -250,10 +257,14 @@ impl Compiled {
             .flat_map(|(s, _)| s.inputs.iter().copied())
             .collect();
         for constant in &plan.constants {
+            // Constant outputs go up too (when the device can hold them), for runs that leave
+            // their outputs on the device; host runs return them from the host.
+            let holdable = repr::word(plan.value(constant.value)?.dtype).is_some();
             let used = device_reads
                 .iter()
+                .chain(plan.outputs.iter().filter(|_| holdable))
                 .any(|&id| plan.root(id).ok() == Some(constant.value));
-            if used && plan.value(constant.value)?.len() > 0 {
+            if used && !plan.value(constant.value)?.is_empty() {
                 let buffer = weights(constant)?;
                 constant_bytes += buffer.bytes;
                 constants.insert(constant.value, buffer);
@@ -312,7 +323,8 @@ impl Compiled {
                 continue;
             }
             kinds.push(2);
-            let kernel = kernels::encode(&step.op, &io).map_err(|e| {
+            let max_binding = ctx.limits.max_storage_buffer_binding_size as usize;
+            let kernel = kernels::encode_limited(&step.op, &io, max_binding).map_err(|e| {
                 prepare_error(format!("step '{}' ({}): {e}", step.node, step.op.name()))
             })?;
             let scratch_base = scratch.len();
@@ -378,6 +390,25 @@ impl Compiled {
                         })?;
                         compiled.binding(id)?
                     }
+                    Operand::InputRange {
+                        input,
+                        start,
+                        words,
+                    } => {
+                        let id = *step.inputs.get(input).ok_or_else(|| {
+                            Error::Internal(format!("step '{}' has no input {input}", step.node))
+                        })?;
+                        let (buffer, offset, bytes) = compiled.binding(id)?;
+                        let (from, len) =
+                            ((start * WORD_BYTES) as u64, (words * WORD_BYTES) as u64);
+                        if from + len > bytes {
+                            return Err(Error::Internal(format!(
+                                "step '{}': a slice of input {input} runs past its end",
+                                step.node
+                            )));
+                        }
+                        (buffer, offset + from, len)
+                    }
                     Operand::Scratch(k) => {
                         let buffer = scratch.get(p.scratch_base + k).ok_or_else(|| {
                             Error::Internal(format!("step '{}' has no scratch {k}", step.node))
@@ -386,6 +417,14 @@ impl Compiled {
                     }
                 };
                 targets.push(target);
+            }
+            let max_binding = ctx.limits.max_storage_buffer_binding_size;
+            if let Some(&(_, _, size)) = targets.iter().find(|t| t.2 > max_binding) {
+                return Err(prepare_error(format!(
+                    "step '{}' ({}) binds {size} bytes at once, above this adapter's largest storage binding ({max_binding} bytes)",
+                    step.node,
+                    step.op.name()
+                )));
             }
             let entries: Vec<wgpu::BindGroupEntry> = targets
                 .iter()
@@ -440,11 +479,7 @@ impl Compiled {
         }
         Ok(match value.role {
             Role::Input(k) => Location::Input(k),
-            Role::Constant => {
-                Location::Constant(self.constants.get(&root).cloned().ok_or_else(|| {
-                    Error::Internal(format!("constant '{}' not uploaded", value.name))
-                })?)
-            }
+            Role::Constant => Location::Constant,
             _ => Location::Arena(
                 self.memory
                     .offset_of
@@ -467,15 +502,17 @@ impl Compiled {
                 Some(buffer) => (buffer, 0, bytes),
                 None => (&self._dummy, 0, WORD_BYTES as u64),
             },
-            Location::Constant(buffer) => {
-                // The constant buffer is owned by the session's weight cache and outlives this
-                // plan; take the reference from our own map so the borrow is tied to self.
+            Location::Constant => {
                 let root = self.plan.root(id)?;
-                let held = self
-                    .constants
-                    .get(&root)
-                    .ok_or_else(|| Error::Internal("constant vanished".into()))?;
-                debug_assert!(Arc::ptr_eq(held, &buffer));
+                let held = self.constants.get(&root).ok_or_else(|| {
+                    Error::Internal(format!(
+                        "constant '{}' is not on the device",
+                        self.plan
+                            .value(root)
+                            .map(|v| v.name.as_str())
+                            .unwrap_or("?")
+                    ))
+                })?;
                 (&held.buffer, 0, bytes)
             }
             Location::Empty => (&self._dummy, 0, WORD_BYTES as u64),
@@ -667,7 +704,7 @@ impl Compiled {
                         0,
                     ),
                 },
-                Location::Constant(_) if !on_device => {
+                Location::Constant if !on_device => {
                     let constant = plan
                         .constants
                         .iter()
@@ -678,7 +715,7 @@ impl Compiled {
                     sources.push(Source::Ready(Produced::Host(tensor)));
                     continue;
                 }
-                Location::Constant(_) => {
+                Location::Constant => {
                     let (buffer, offset, _) = self.binding(id)?;
                     (buffer, offset)
                 }
@@ -817,12 +854,13 @@ impl Compiled {
                 .zip(&self.placement.steps[ix + 1..])
                 .filter(|(_, d)| **d == Device::Device)
                 .any(|(s, _)| s.inputs.iter().any(|&i| plan.root(i).ok() == Some(id)));
-            if read_on_device && !tensor.is_empty() {
-                if let Location::Arena(offset) = self.location(id)? {
-                    let words = repr::to_words(tensor.data(), Narrowing::Checked, &step.node)?;
-                    ctx.queue.write_buffer(self.arena_buffer()?, offset, &words);
-                    transfers.fallback_bytes += words.len();
-                }
+            if read_on_device
+                && !tensor.is_empty()
+                && let Location::Arena(offset) = self.location(id)?
+            {
+                let words = repr::to_words(tensor.data(), Narrowing::Checked, &step.node)?;
+                ctx.queue.write_buffer(self.arena_buffer()?, offset, &words);
+                transfers.fallback_bytes += words.len();
             }
             host.insert(id, tensor);
         }

@@ -85,7 +85,7 @@ pub struct WgpuSession {
     plans: Mutex<PlanCache<Arc<PlanEntry>>>,
     folding: Mutex<Option<Folding>>,
     /// Constants uploaded once per session, by the identity of tract's tensor.
-    weights: Mutex<HashMap<usize, (tessera_core::plan::ConstantData, Arc<DeviceBuffer>)>>,
+    weights: Mutex<Weights>,
     last_transfers: Mutex<Transfers>,
 }
 
@@ -129,7 +129,7 @@ impl WgpuSession {
             options,
             plans: Mutex::new(PlanCache::new(PLAN_CACHE_SIZE)),
             folding: Mutex::new(None),
-            weights: Mutex::new(HashMap::new()),
+            weights: Mutex::new(Weights::default()),
             last_transfers: Mutex::new(Transfers::default()),
         };
         if let Some(sample) = session.sample_inputs() {
@@ -174,7 +174,7 @@ impl WgpuSession {
     pub fn uploaded_weight_bytes(&self) -> usize {
         self.weights
             .lock()
-            .map(|w| w.values().map(|(_, b)| b.bytes).sum())
+            .map(|w| w.by_content.values().map(|b| b.bytes).sum())
             .unwrap_or(0)
     }
 
@@ -347,18 +347,28 @@ impl WgpuSession {
                 placement,
                 &mut |constant| {
                     let id = constant.data.identity();
-                    if let Some((_, buffer)) = weights.get(&id) {
+                    if let Some((_, buffer)) = weights.by_identity.get(&id) {
                         return Ok(buffer.clone());
                     }
                     let value = plan.value(constant.value)?;
                     let tensor = constant.data.to_tensor()?;
-                    let buffer = Arc::new(upload(
-                        ctx,
-                        &tensor,
-                        Narrowing::Saturating,
-                        &format!("constant '{}'", value.name),
-                    )?);
-                    weights.insert(id, (constant.data.clone(), buffer.clone()));
+                    let content = content_key(&tensor);
+                    let buffer = match weights.by_content.get(&content) {
+                        Some(buffer) => buffer.clone(),
+                        None => {
+                            let buffer = Arc::new(upload(
+                                ctx,
+                                &tensor,
+                                Narrowing::Saturating,
+                                &format!("constant '{}'", value.name),
+                            )?);
+                            weights.by_content.insert(content, buffer.clone());
+                            buffer
+                        }
+                    };
+                    weights
+                        .by_identity
+                        .insert(id, (constant.data.clone(), buffer.clone()));
                     Ok(buffer)
                 },
             )?
@@ -375,6 +385,23 @@ impl WgpuSession {
         *self.folding.lock().map_err(poisoned)? = Some(lowered.folding.clone());
         Ok((entry, lowered.folding))
     }
+}
+
+/// Weights on the device, each uploaded once per session. tract shares the tensors of untouched
+/// weights between plans (found by identity); weights it rebuilds while optimizing a plan for
+/// new shapes (a folded reshape) are found by content.
+#[derive(Default)]
+struct Weights {
+    /// By the identity of tract's tensor (kept alive here, so the identity stays unique).
+    by_identity: HashMap<usize, (tessera_core::plan::ConstantData, Arc<DeviceBuffer>)>,
+    by_content: HashMap<(DType, Vec<usize>, u64), Arc<DeviceBuffer>>,
+}
+
+fn content_key(tensor: &Tensor) -> (DType, Vec<usize>, u64) {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    tensor.data().to_le_bytes().hash(&mut hasher);
+    (tensor.dtype(), tensor.shape().to_vec(), hasher.finish())
 }
 
 fn poisoned<T>(_: std::sync::PoisonError<T>) -> Error {

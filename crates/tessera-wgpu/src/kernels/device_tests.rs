@@ -124,6 +124,7 @@ fn run_kernel(kernel: &Kernel, inputs: &[Vec<u32>], out_len: usize) -> Option<Ve
                 Operand::Output(0) => &output,
                 Operand::Output(i) => panic!("output {i}: these tests read one output"),
                 Operand::Scratch(i) => &scratch[i],
+                Operand::InputRange { .. } => panic!("single-step tests bind whole inputs"),
             };
             entries.push(wgpu::BindGroupEntry {
                 binding: k as u32 + 1,

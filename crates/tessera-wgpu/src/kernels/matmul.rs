@@ -93,3 +93,83 @@ fn batch_strides(layout: &MatLayout, rank: usize) -> Result<Vec<u32>> {
     }
     params(layout.batch_strides.iter().copied())
 }
+
+/// Splits a MatMul whose B operand exceeds one binding (`max_words`) into blocks of columns of
+/// C: block `[n0, n1)` reads only columns `n0..n1` of B, which are contiguous when B is stored
+/// column-major (n outermost, as ONNX Gemm `transB` weights and tract's folded FC weights are)
+/// and not batched. Each block binds its slice of B through [`Operand::InputRange`].
+pub(super) fn split_columns(op: &KernelOp, io: &StepIo, max_words: usize) -> Result<Kernel> {
+    let KernelOp::MatMul {
+        dtype,
+        out_shape,
+        batch,
+        m,
+        k,
+        n,
+        a,
+        b,
+        c,
+    } = op
+    else {
+        return Err(no_kernel(op));
+    };
+    let too_big = || tessera_core::Error::Prepare {
+        backend: "wgpu".into(),
+        message: format!(
+            "MatMul ({m}x{k} by {k}x{n}): its second operand ({} bytes) is larger than this adapter's largest storage binding ({} bytes) and is not laid out column by column, so it cannot be split",
+            io.inputs.get(1).map_or(0, |v| v.len() * repr::WORD_BYTES),
+            max_words * repr::WORD_BYTES
+        ),
+    };
+    let column_major = b.col_stride >= b.row_stride * k && b.batch_strides.iter().all(|&s| s == 0);
+    if !column_major || b.col_stride == 0 {
+        return Err(too_big());
+    }
+    // Columns per block: whole columns within one binding, a multiple of 64 so every block
+    // starts on a 256-byte boundary.
+    let per_block =
+        (max_words.saturating_sub(b.offset % b.col_stride + b.row_stride * k)) / b.col_stride / 64
+            * 64;
+    if per_block == 0 {
+        return Err(too_big());
+    }
+    let mut kernel = Kernel::default();
+    let mut n0 = 0;
+    while n0 < *n {
+        let n1 = (n0 + per_block).min(*n);
+        let start = b.offset + n0 * b.col_stride;
+        let aligned = start / 64 * 64;
+        let words = (start - aligned) + (n1 - n0 - 1) * b.col_stride + (k - 1) * b.row_stride + 1;
+        let block = KernelOp::MatMul {
+            dtype: *dtype,
+            out_shape: out_shape.clone(),
+            batch: batch.clone(),
+            m: *m,
+            k: *k,
+            n: n1 - n0,
+            a: a.clone(),
+            b: MatLayout {
+                offset: start - aligned,
+                ..b.clone()
+            },
+            c: MatLayout {
+                offset: c.offset + n0 * c.col_stride,
+                ..c.clone()
+            },
+        };
+        for mut dispatch in encode(&block, io)?.dispatches {
+            for operand in &mut dispatch.bindings {
+                if *operand == Operand::Input(1) {
+                    *operand = Operand::InputRange {
+                        input: 1,
+                        start: aligned,
+                        words,
+                    };
+                }
+            }
+            kernel.dispatches.push(dispatch);
+        }
+        n0 = n1;
+    }
+    Ok(kernel)
+}

@@ -56,6 +56,13 @@ pub(crate) enum Operand {
     Output(usize),
     /// The step's k-th scratch buffer (read-write; sizes in [`Kernel::scratch_words`]).
     Scratch(usize),
+    /// `words` words of the step's k-th input from word `start` (a multiple of 64, so the byte
+    /// offset meets WebGPU's 256-byte binding alignment): for inputs larger than one binding.
+    InputRange {
+        input: usize,
+        start: usize,
+        words: usize,
+    },
 }
 
 /// How many workgroups a dispatch launches.
@@ -147,6 +154,26 @@ pub(crate) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
         | KernelOp::Upsample { .. } => shape::encode(op, io),
         _ => Err(no_kernel(op)),
     }
+}
+
+/// [`encode`], for a device whose storage bindings hold at most `max_binding_bytes`: a MatMul
+/// whose weight matrix is larger (the 4096-wide fully connected layers of VGG or AlexNet are
+/// 150-400 MB; lavapipe binds 128 MiB) is split into column blocks, each binding a slice of it.
+pub(crate) fn encode_limited(
+    op: &KernelOp,
+    io: &StepIo,
+    max_binding_bytes: usize,
+) -> Result<Kernel> {
+    if let KernelOp::MatMul { .. } = op {
+        let too_big = io
+            .inputs
+            .get(1)
+            .is_some_and(|b| b.len() * repr::WORD_BYTES > max_binding_bytes);
+        if too_big {
+            return matmul::split_columns(op, io, max_binding_bytes / repr::WORD_BYTES);
+        }
+    }
+    encode(op, io)
 }
 
 /// The error for an op (or a variant of one) without a wgpu kernel.
