@@ -1,5 +1,5 @@
 //! Numeric kernel tests: single-step plans run on the first wgpu adapter (lavapipe in CI) and
-//! compared with the core's reference interpreter. Without an adapter they pass, saying so.
+//! compared with the core's reference interpreter. Without an adapter they fail (never skip).
 //!
 //! The device side here is a minimal runner (upload words, run the kernel's dispatches, read
 //! the output back), written for these tests only.
@@ -89,7 +89,7 @@ fn storage(device: &wgpu::Device, words: &[u32]) -> wgpu::Buffer {
 
 /// Runs `kernel` on `inputs` (device words) and returns the words of output 0, of `out_len`.
 fn run_kernel(kernel: &Kernel, inputs: &[Vec<u32>], out_len: usize) -> Option<Vec<u32>> {
-    let (device, queue) = device()?;
+    let (device, queue) = device().expect("no wgpu adapter: kernel tests need one (install mesa-vulkan-drivers for lavapipe; CI does)");
     let inputs: Vec<wgpu::Buffer> = inputs.iter().map(|w| storage(device, w)).collect();
     // Outputs start as a pattern no kernel writes by accident.
     let output = storage(device, &vec![0xdead_beef; out_len]);

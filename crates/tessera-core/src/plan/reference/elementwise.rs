@@ -306,7 +306,8 @@ pub(super) fn quantize(x: Arg, inv_scale: f32, zero_point: i32, to: DType) -> Re
     };
     let q = values
         .iter()
-        .map(|&v| (v * inv_scale).round_ties_even() as i32 + zero_point);
+        // Saturating: a huge input clamps to the type's range instead of wrapping.
+        .map(|&v| ((v * inv_scale).round_ties_even() as i32).saturating_add(zero_point));
     match to {
         DType::U8 => Ok(TensorData::U8(q.map(|v| v.clamp(0, 255) as u8).collect())),
         DType::I8 => Ok(TensorData::I8(
