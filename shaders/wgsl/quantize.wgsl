@@ -23,8 +23,10 @@ fn f32_to_i32(v: f32) -> i32 {
 
 fn quantize(v: f32) -> u32 {
     // WGSL's round() rounds half to even.
-    let q = f32_to_i32(round(v * param_f32(1u))) + param_i32(2u);
-    return bitcast<u32>(clamp(q, param_i32(3u), param_i32(4u)));
+    // Clamp before adding the zero point, so a huge input saturates instead of wrapping.
+    let zero = param_i32(2u);
+    let q = clamp(f32_to_i32(round(v * param_f32(1u))), param_i32(3u) - zero, param_i32(4u) - zero);
+    return bitcast<u32>(q + zero);
 }
 
 fn dequantize(v: i32) -> f32 {
