@@ -55,7 +55,10 @@ pub(crate) enum Operand {
     /// The step's k-th output (read-write).
     Output(usize),
     /// The step's k-th scratch buffer (read-write; sizes in [`Kernel::scratch_words`]).
-    #[allow(dead_code, reason = "for multi-pass kernels (split reductions); none needs it yet")]
+    #[allow(
+        dead_code,
+        reason = "for multi-pass kernels (split reductions); none needs it yet"
+    )]
     Scratch(usize),
     /// `words` words of the step's k-th input from word `start` (a multiple of 64, so the byte
     /// offset meets WebGPU's 256-byte binding alignment): for inputs larger than one binding.

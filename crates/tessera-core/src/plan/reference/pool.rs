@@ -65,9 +65,10 @@ pub(super) fn sum_pool(
     if kernel == 0 {
         return Err(fail("empty pooling window"));
     }
+    let in_padded = taps_in_padded_input(window);
     by_float!(x.dtype(), "SumPool", T => {
         let xs = T::read(x.data)?;
-        let out = pool(&xs, window, channels, |values, _| {
+        let out = pool(&xs, window, channels, |values, p| {
             let (mut sum, mut real) = (T::ZERO, 0usize);
             for v in values.flatten() {
                 sum += v;
@@ -76,11 +77,38 @@ pub(super) fn sum_pool(
             if !normalize {
                 sum
             } else if count_include_pad {
-                sum / T::from_f64(kernel as f64)
+                // Padding counts, but not the overhang of a ceil-mode window past it (ONNX).
+                sum / T::from_f64(in_padded[p].max(1) as f64)
             } else {
                 sum / T::from_f64(real.max(1) as f64)
             }
         });
         T::write(out, x.dtype())
     })
+}
+
+/// Per output position (row-major over the output's spatial axes): how many kernel taps fall
+/// inside the padded input.
+fn taps_in_padded_input(window: &Window) -> Vec<usize> {
+    // Per axis, per output coordinate: taps whose position is before the end of the padding.
+    let per_axis: Vec<Vec<usize>> = (0..window.output.len())
+        .map(|axis| {
+            let end = window.input[axis] + window.pads_before[axis] + window.pads_after[axis];
+            (0..window.output[axis])
+                .map(|o| {
+                    (0..window.kernel[axis])
+                        .filter(|t| o * window.strides[axis] + t * window.dilations[axis] < end)
+                        .count()
+                })
+                .collect()
+        })
+        .collect();
+    let mut counts = vec![1usize];
+    for axis in per_axis {
+        counts = counts
+            .iter()
+            .flat_map(|&c| axis.iter().map(move |&a| c * a))
+            .collect();
+    }
+    counts
 }
