@@ -28,3 +28,14 @@ fn wrap_u16(x: u32) -> u32 { return x & 0xffffu; }
 fn wrap_i8(x: i32) -> i32 { return (x << 24u) >> 24u; }
 fn wrap_i16(x: i32) -> i32 { return (x << 16u) >> 16u; }
 fn wrap_bool(x: u32) -> u32 { return select(0u, 1u, x != 0u); }
+
+// An index word along an axis of `dim` (i64 indices are i32 words): when `is_signed`, a negative
+// i32 counts from the end. Anything still outside 0..dim gives `dim`. Adding dim in wrapping
+// u32 arithmetic gives dim - |ix| when |ix| <= dim, and at least 2^31 > dim otherwise.
+fn resolve_index(w: u32, is_signed: bool, dim: u32) -> u32 {
+    var ix = w;
+    if (is_signed && bitcast<i32>(w) < 0) {
+        ix = w + dim;
+    }
+    return select(dim, ix, ix < dim);
+}

@@ -1,5 +1,6 @@
 //! Data movement: tract's `AxisOp` (views, or a transpose for `Move`), `Slice`, `Downsample`,
-//! `TypedConcat`, `Gather`, `Pad`, `MultiBroadcastTo`, `NearestUpsample` and `FiniteReshape`.
+//! `TypedConcat`, `Gather`, `Pad`, `MultiBroadcastTo`, `NearestUpsample` and `FiniteReshape`;
+//! and the indexing ops `GatherElements`, `ScatterElements`, `Trilu` and `OneHot`.
 //!
 //! Anything that keeps the bytes in order (reshapes, adding or removing unit axes, moving a unit
 //! axis, a slice covering the whole axis) becomes a view, never a copy.
@@ -7,12 +8,13 @@
 use super::{Lowering, NodeFacts, Registry};
 use crate::Result;
 use crate::plan::shapes::padded;
-use crate::plan::{KernelOp, PadMode};
+use crate::plan::{KernelOp, PadMode, ScatterReduction};
 use tract_onnx::prelude::TypedNode;
 use tract_onnx::tract_core::internal::DimLike;
 use tract_onnx::tract_core::ops::Downsample;
 use tract_onnx::tract_core::ops::array::{
-    FiniteReshape, Gather, MultiBroadcastTo, Pad, PadMode as TractPadMode, Slice, TypedConcat,
+    FiniteReshape, Gather, GatherElements, MultiBroadcastTo, OneHot, Pad, PadMode as TractPadMode,
+    ScatterElements, ScatterReduction as TractScatterReduction, Slice, Trilu, TypedConcat,
 };
 use tract_onnx::tract_core::ops::change_axes::AxisOp;
 use tract_onnx::tract_core::ops::nn::NearestUpsample;
@@ -27,6 +29,10 @@ pub(super) fn register(registry: &mut Registry) {
     registry.add::<Pad>(pad);
     registry.add::<MultiBroadcastTo>(broadcast);
     registry.add::<NearestUpsample>(upsample);
+    registry.add::<GatherElements>(gather_elements);
+    registry.add::<ScatterElements>(scatter_elements);
+    registry.add::<Trilu>(trilu);
+    registry.add::<OneHot>(one_hot);
 }
 
 /// The permutation `Move(from, to)` applies: output axis `i` is input axis `perm[i]`.
@@ -160,6 +166,95 @@ fn gather(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
         axis: op.axis,
     };
     Ok(Some(Lowering::step(kernel, facts)))
+}
+
+fn gather_elements(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
+    let Some(op) = node.op_as::<GatherElements>() else {
+        return Ok(None);
+    };
+    let (data, indices) = (facts.input(0)?, facts.input(1)?);
+    if facts.inputs.len() != 2 || data.shape.len() != indices.shape.len() {
+        return Ok(None);
+    }
+    let kernel = KernelOp::GatherElements {
+        dtype: data.dtype,
+        data_shape: data.shape.clone(),
+        indices_shape: indices.shape.clone(),
+        index_dtype: indices.dtype,
+        axis: op.axis,
+    };
+    Ok(Some(Lowering::step(kernel, facts)))
+}
+
+fn scatter_elements(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
+    let Some(op) = node.op_as::<ScatterElements>() else {
+        return Ok(None);
+    };
+    if facts.inputs.len() != 3 {
+        return Ok(None);
+    }
+    let (data, indices, updates) = (facts.input(0)?, facts.input(1)?, facts.input(2)?);
+    if data.shape.len() != indices.shape.len()
+        || indices.shape != updates.shape
+        || data.dtype != updates.dtype
+    {
+        return Ok(None);
+    }
+    let reduction = match op.reduction {
+        TractScatterReduction::None => ScatterReduction::None,
+        TractScatterReduction::Add => ScatterReduction::Add,
+        TractScatterReduction::Mul => ScatterReduction::Mul,
+        TractScatterReduction::Max => ScatterReduction::Max,
+        TractScatterReduction::Min => ScatterReduction::Min,
+    };
+    let kernel = KernelOp::ScatterElements {
+        dtype: data.dtype,
+        data_shape: data.shape.clone(),
+        indices_shape: indices.shape.clone(),
+        index_dtype: indices.dtype,
+        axis: op.axis,
+        reduction,
+    };
+    Ok(Some(Lowering::step(kernel, facts)))
+}
+
+fn trilu(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
+    let Some(op) = node.op_as::<Trilu>() else {
+        return Ok(None);
+    };
+    let x = facts.input(0)?;
+    if facts.inputs.len() != 2 || x.shape.len() < 2 {
+        return Ok(None);
+    }
+    let kernel = KernelOp::Trilu {
+        dtype: x.dtype,
+        shape: x.shape.clone(),
+        upper: op.upper,
+    };
+    Ok(Some(Lowering::step(kernel, facts)))
+}
+
+fn one_hot(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
+    let Some(op) = node.op_as::<OneHot>() else {
+        return Ok(None);
+    };
+    let (Ok(off), Ok(on)) = (
+        op.off.cast_to_scalar::<f64>(),
+        op.on.cast_to_scalar::<f64>(),
+    ) else {
+        return Ok(None);
+    };
+    let indices = facts.input(0)?;
+    let kernel = KernelOp::OneHot {
+        dtype: facts.output(0)?.dtype,
+        indices_shape: indices.shape.clone(),
+        index_dtype: indices.dtype,
+        axis: op.axis,
+        depth: op.dim,
+        off,
+        on,
+    };
+    Ok(Some(Lowering::step_on(kernel, vec![0], 1)))
 }
 
 fn pad(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {

@@ -143,6 +143,17 @@ pub enum PadMode {
     Edge,
 }
 
+/// How a [`KernelOp::ScatterElements`] combines an update with the element it lands on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum ScatterReduction {
+    /// The update replaces the element (the last update wins when indices repeat).
+    None,
+    Add,
+    Mul,
+    Max,
+    Min,
+}
+
 /// Spatial geometry shared by convolutions and pools. Layout is `N, C, spatial...`, or
 /// `N, spatial..., C` when `channels_last`; without `batch_axis` the `N` axis is absent (N = 1).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -335,6 +346,52 @@ pub enum KernelOp {
         indices_shape: Vec<usize>,
         index_dtype: DType,
         axis: usize,
+    },
+    /// `out[c] = data[c with c[axis] = indices[c]]` for every coordinate `c` of `indices`
+    /// (ONNX `GatherElements`); negative indices count from the end. Inputs: `data`, `indices`
+    /// (same rank; off `axis`, `indices_shape` is at most `data_shape`). The output has
+    /// `indices_shape`.
+    GatherElements {
+        dtype: DType,
+        data_shape: Vec<usize>,
+        indices_shape: Vec<usize>,
+        index_dtype: DType,
+        axis: usize,
+    },
+    /// `out = data`, then for every coordinate `c` of `updates` in row-major order,
+    /// `out[c with c[axis] = indices[c]] = reduction(that, updates[c])` (ONNX
+    /// `ScatterElements`); negative indices count from the end. Inputs: `data`, `indices`,
+    /// `updates` (`indices` and `updates` of `indices_shape`, same rank as `data`, at most
+    /// `data_shape` off `axis`). The output has `data_shape`.
+    ScatterElements {
+        dtype: DType,
+        data_shape: Vec<usize>,
+        indices_shape: Vec<usize>,
+        index_dtype: DType,
+        axis: usize,
+        reduction: ScatterReduction,
+    },
+    /// Keeps the upper (`upper`) or lower triangle of the matrices in the last two axes of
+    /// `shape`, zeroing the rest: with `r, c` the row and column, the upper triangle is
+    /// `c - r >= k`, the lower one `c - r <= k`. Inputs: `x`, `k` (an integer scalar; ONNX
+    /// `Trilu`'s diagonal offset).
+    Trilu {
+        dtype: DType,
+        shape: Vec<usize>,
+        upper: bool,
+    },
+    /// `out[.., d, ..] = (indices[..] == d) ? on : off`, the new axis of `depth` inserted at
+    /// `axis` of `indices_shape` (ONNX `OneHot`). Inputs: `indices` (integers, or floats
+    /// truncated toward zero); a negative index counts from the end, one outside `-depth..depth`
+    /// gives a row of `off`. `on` and `off` are cast to `dtype` (Rust's `as`).
+    OneHot {
+        dtype: DType,
+        indices_shape: Vec<usize>,
+        index_dtype: DType,
+        axis: usize,
+        depth: usize,
+        off: f64,
+        on: f64,
     },
     /// Pads `input_shape` with `pads` (`before, after` per axis).
     Pad {

@@ -18,7 +18,9 @@ pub mod reference;
 pub mod report;
 pub mod shapes;
 
-pub use kernel::{BinaryOp, KernelOp, MatLayout, PadMode, ReduceOp, UnaryOp, Window};
+pub use kernel::{
+    BinaryOp, KernelOp, MatLayout, PadMode, ReduceOp, ScatterReduction, UnaryOp, Window,
+};
 pub use memory::MemoryPlan;
 pub use placement::{Device, Placement, Transfer, TransferDirection};
 pub use report::{DeviceMemory, PlanReport, Trace, Transfers};

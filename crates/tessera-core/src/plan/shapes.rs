@@ -107,6 +107,42 @@ fn check_window(op: &KernelOp, window: &Window) -> Result<()> {
     Ok(())
 }
 
+/// GatherElements / ScatterElements: `indices` has `data`'s rank, `axis` is one of its axes,
+/// and off `axis` no index dimension exceeds the data's.
+fn check_elementwise_indices(
+    op: &KernelOp,
+    data: &[usize],
+    indices: &[usize],
+    axis: usize,
+) -> Result<()> {
+    if data.len() != indices.len() || axis >= data.len() {
+        return Err(bad(
+            op,
+            format!("indices {indices:?} and data {data:?} along axis {axis}"),
+        ));
+    }
+    for (d, (&i, &x)) in indices.iter().zip(data).enumerate() {
+        if d != axis && i > x {
+            return Err(bad(
+                op,
+                format!("indices {indices:?} exceed data {data:?} off axis {axis}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Index tensors are integers of the dtype the op says.
+fn check_index_dtype(op: &KernelOp, actual: DType, declared: DType) -> Result<()> {
+    if actual != declared || actual.is_float() || actual == DType::Bool {
+        return Err(bad(
+            op,
+            format!("indices are {actual}, the op says {declared} (an integer type)"),
+        ));
+    }
+    Ok(())
+}
+
 /// The shapes and dtypes `op` produces from `inputs`, or `None` for [`KernelOp::Opaque`].
 pub fn output_shapes(
     op: &KernelOp,
@@ -398,6 +434,74 @@ pub fn output_shapes(
             let mut shape = data_shape[..*axis].to_vec();
             shape.extend_from_slice(indices_shape);
             shape.extend_from_slice(&data_shape[axis + 1..]);
+            one(shape, *dtype)
+        }
+        KernelOp::GatherElements {
+            dtype,
+            data_shape,
+            indices_shape,
+            index_dtype,
+            axis,
+        } => {
+            arity(op, inputs, 2..=2)?;
+            expect_shape(op, "data", first(0)?.0, data_shape)?;
+            expect_shape(op, "indices", first(1)?.0, indices_shape)?;
+            check_elementwise_indices(op, data_shape, indices_shape, *axis)?;
+            check_index_dtype(op, first(1)?.1, *index_dtype)?;
+            one(indices_shape.clone(), *dtype)
+        }
+        KernelOp::ScatterElements {
+            dtype,
+            data_shape,
+            indices_shape,
+            index_dtype,
+            axis,
+            ..
+        } => {
+            arity(op, inputs, 3..=3)?;
+            expect_shape(op, "data", first(0)?.0, data_shape)?;
+            expect_shape(op, "indices", first(1)?.0, indices_shape)?;
+            expect_shape(op, "updates", first(2)?.0, indices_shape)?;
+            check_elementwise_indices(op, data_shape, indices_shape, *axis)?;
+            check_index_dtype(op, first(1)?.1, *index_dtype)?;
+            if first(2)?.1 != *dtype {
+                return Err(bad(op, "updates must have the data's dtype"));
+            }
+            one(data_shape.clone(), *dtype)
+        }
+        KernelOp::Trilu { dtype, shape, .. } => {
+            arity(op, inputs, 2..=2)?;
+            expect_shape(op, "input", first(0)?.0, shape)?;
+            if shape.len() < 2 {
+                return Err(bad(op, "the input must have at least two axes"));
+            }
+            let (k_shape, k_dtype) = first(1)?;
+            if k_shape.iter().product::<usize>() != 1
+                || k_dtype.is_float()
+                || k_dtype == DType::Bool
+            {
+                return Err(bad(op, "k must be one integer"));
+            }
+            one(shape.clone(), *dtype)
+        }
+        KernelOp::OneHot {
+            dtype,
+            indices_shape,
+            index_dtype,
+            axis,
+            depth,
+            ..
+        } => {
+            arity(op, inputs, 1..=1)?;
+            expect_shape(op, "indices", first(0)?.0, indices_shape)?;
+            if first(0)?.1 != *index_dtype || *index_dtype == DType::Bool {
+                return Err(bad(op, "indices are numbers of the op's index dtype"));
+            }
+            if *axis > indices_shape.len() {
+                return Err(bad(op, "axis out of range"));
+            }
+            let mut shape = indices_shape.clone();
+            shape.insert(*axis, *depth);
             one(shape, *dtype)
         }
         KernelOp::Pad {

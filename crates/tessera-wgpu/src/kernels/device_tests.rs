@@ -7,7 +7,8 @@
 use super::{Grid, Kernel, Operand, StepIo, encode, expand};
 use std::sync::OnceLock;
 use tessera_core::plan::{
-    KernelOp, MemoryPlan, PadMode, Plan, Role, Step, Value, ValueId, reference, shapes,
+    KernelOp, MemoryPlan, PadMode, Plan, Role, ScatterReduction, Step, Value, ValueId, reference,
+    shapes,
 };
 use tessera_core::{DType, Tensor, TensorData};
 use wgpu::util::DeviceExt;
@@ -656,6 +657,156 @@ fn broadcast_and_upsample_match_the_reference() {
             scales,
         };
         check(&op, &[iota(&[2, 3, 2], DType::F32)]);
+    }
+}
+
+#[test]
+fn gather_elements_matches_the_reference() {
+    let data: &[usize] = &[3, 4, 5];
+    for index_dtype in [DType::I64, DType::I32, DType::U8] {
+        for axis in 0..3 {
+            // Indices smaller than the data off `axis`, larger along it.
+            let mut indices_shape = vec![2, 3, 4];
+            indices_shape[axis] = 7;
+            let dim = data[axis] as i64;
+            let n: usize = indices_shape.iter().product();
+            let values: Vec<f64> = (0..n as i64)
+                .map(|i| {
+                    let j = (i * 7 + 3) % dim;
+                    if index_dtype != DType::U8 && i % 3 == 0 {
+                        (j - dim) as f64
+                    } else {
+                        j as f64
+                    }
+                })
+                .collect();
+            for dtype in [DType::F32, DType::I8, DType::Bool] {
+                let op = KernelOp::GatherElements {
+                    dtype,
+                    data_shape: data.to_vec(),
+                    indices_shape: indices_shape.clone(),
+                    index_dtype,
+                    axis,
+                };
+                check(
+                    &op,
+                    &[
+                        iota(data, dtype),
+                        tensor(&indices_shape, index_dtype, &values),
+                    ],
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn scatter_elements_matches_the_reference() {
+    let data: &[usize] = &[3, 4, 5];
+    let reductions = [
+        ScatterReduction::None,
+        ScatterReduction::Add,
+        ScatterReduction::Mul,
+        ScatterReduction::Max,
+        ScatterReduction::Min,
+    ];
+    for axis in 0..3 {
+        // Many updates per row along `axis`, so indices repeat.
+        let mut indices_shape = vec![2, 3, 4];
+        indices_shape[axis] = 6;
+        let dim = data[axis] as i64;
+        let n: usize = indices_shape.iter().product();
+        let values: Vec<f64> = (0..n as i64)
+            .map(|i| {
+                let j = (i * 5 + i / 3) % dim;
+                if i % 4 == 1 {
+                    (j - dim) as f64
+                } else {
+                    j as f64
+                }
+            })
+            .collect();
+        for reduction in reductions {
+            for dtype in [DType::F32, DType::F16, DType::I8, DType::I64, DType::U8] {
+                let op = KernelOp::ScatterElements {
+                    dtype,
+                    data_shape: data.to_vec(),
+                    indices_shape: indices_shape.clone(),
+                    index_dtype: DType::I64,
+                    axis,
+                    reduction,
+                };
+                let updates: Vec<f64> = (0..n).map(|i| ((i * 37) % 11) as f64 - 4.0).collect();
+                check(
+                    &op,
+                    &[
+                        iota(data, dtype),
+                        tensor(&indices_shape, DType::I64, &values),
+                        tensor(&indices_shape, dtype, &updates),
+                    ],
+                );
+            }
+        }
+    }
+    let op = KernelOp::ScatterElements {
+        dtype: DType::Bool,
+        data_shape: vec![4, 3],
+        indices_shape: vec![2, 2],
+        index_dtype: DType::I32,
+        axis: 0,
+        reduction: ScatterReduction::None,
+    };
+    check(
+        &op,
+        &[
+            iota(&[4, 3], DType::Bool),
+            tensor(&[2, 2], DType::I32, &[3.0, -4.0, 0.0, 2.0]),
+            tensor(&[2, 2], DType::Bool, &[1.0, 1.0, 0.0, 0.0]),
+        ],
+    );
+}
+
+#[test]
+fn trilu_matches_the_reference() {
+    for shape in [vec![3, 5], vec![2, 5, 3], vec![1, 4, 4]] {
+        for upper in [false, true] {
+            for k in [-7.0, -1.0, 0.0, 2.0, 9.0] {
+                let op = KernelOp::Trilu {
+                    dtype: DType::F32,
+                    shape: shape.clone(),
+                    upper,
+                };
+                check(
+                    &op,
+                    &[iota(&shape, DType::F32), tensor(&[], DType::I64, &[k])],
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn one_hot_matches_the_reference() {
+    let cases = [
+        (DType::I64, vec![0.0, -1.0, 3.0, 4.0, -5.0, -4.0]),
+        (DType::U8, vec![0.0, 1.0, 3.0, 4.0, 200.0, 2.0]),
+        (DType::F32, vec![0.0, -1.5, 3.9, 4.0, -4.2, 2.5]),
+    ];
+    for (index_dtype, values) in cases {
+        for axis in 0..3 {
+            for (dtype, off, on) in [(DType::F32, -0.5, 3.25), (DType::I64, 2.0, -7.0)] {
+                let op = KernelOp::OneHot {
+                    dtype,
+                    indices_shape: vec![2, 3],
+                    index_dtype,
+                    axis,
+                    depth: 4,
+                    off,
+                    on,
+                };
+                check(&op, &[tensor(&[2, 3], index_dtype, &values)]);
+            }
+        }
     }
 }
 

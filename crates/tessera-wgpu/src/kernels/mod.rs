@@ -9,7 +9,7 @@
 //! | `conv.rs` | Conv, ConvTranspose | `conv.wgsl`, `conv_transpose.wgsl` |
 //! | `pool.rs` | MaxPool, SumPool | `pool.wgsl` |
 //! | `reduce.rs` | Reduce, Softmax, RmsNorm, Lrn, LstmEpilogue | `reduce.wgsl`, `softmax.wgsl`, `norm.wgsl`, `lrn.wgsl`, `lstm.wgsl` |
-//! | `shape.rs` | Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample | `transpose.wgsl`, `slice.wgsl`, ... |
+//! | `shape.rs` | Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample, GatherElements, ScatterElements, Trilu, OneHot | `transpose.wgsl`, `slice.wgsl`, ..., `gather_elements.wgsl`, `scatter_elements.wgsl`, `trilu.wgsl`, `onehot.wgsl` |
 //!
 //! A kernel is a WGSL template: `common.wgsl` is prepended, and `{{NAME}}` placeholders are
 //! replaced by [`Shader::defines`] (element types, the function to apply). Binding 0 is always
@@ -155,7 +155,11 @@ pub(crate) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
         | KernelOp::Gather { .. }
         | KernelOp::Pad { .. }
         | KernelOp::Broadcast { .. }
-        | KernelOp::Upsample { .. } => shape::encode(op, io),
+        | KernelOp::Upsample { .. }
+        | KernelOp::GatherElements { .. }
+        | KernelOp::ScatterElements { .. }
+        | KernelOp::Trilu { .. }
+        | KernelOp::OneHot { .. } => shape::encode(op, io),
         _ => Err(no_kernel(op)),
     }
 }

@@ -1,13 +1,16 @@
 //! Data movement kernels: Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample
 //! (`transpose.wgsl`, `slice.wgsl`, `concat.wgsl`, `gather.wgsl`, `pad.wgsl`, `broadcast.wgsl`,
-//! `upsample.wgsl`).
+//! `upsample.wgsl`), and the indexing ops GatherElements, ScatterElements, Trilu, OneHot
+//! (`gather_elements.wgsl`, `scatter_elements.wgsl`, `trilu.wgsl`, `onehot.wgsl`).
 //!
 //! A word is a word: these kernels copy 32-bit words without looking at them, so every dtype
-//! shares one `u32` pipeline per shader. Only Pad's constant depends on the dtype; it is passed
-//! as the dtype's word bits.
+//! shares one `u32` pipeline per shader. Only Pad's and OneHot's constants depend on the dtype;
+//! they are passed as the dtype's word bits. ScatterElements with a reduction computes in the
+//! dtype's word, one pipeline per word and reduction.
 
 use super::{Dispatch, Grid, Kernel, Operand, StepIo, params, shader, strides, word};
-use tessera_core::plan::{KernelOp, PadMode};
+use crate::repr;
+use tessera_core::plan::{KernelOp, PadMode, ScatterReduction};
 use tessera_core::{DType, Error, Result};
 
 const TRANSPOSE: &str = include_str!("../../../../shaders/wgsl/transpose.wgsl");
@@ -17,6 +20,10 @@ const GATHER: &str = include_str!("../../../../shaders/wgsl/gather.wgsl");
 const PAD: &str = include_str!("../../../../shaders/wgsl/pad.wgsl");
 const BROADCAST: &str = include_str!("../../../../shaders/wgsl/broadcast.wgsl");
 const UPSAMPLE: &str = include_str!("../../../../shaders/wgsl/upsample.wgsl");
+const GATHER_ELEMENTS: &str = include_str!("../../../../shaders/wgsl/gather_elements.wgsl");
+const SCATTER_ELEMENTS: &str = include_str!("../../../../shaders/wgsl/scatter_elements.wgsl");
+const TRILU: &str = include_str!("../../../../shaders/wgsl/trilu.wgsl");
+const ONEHOT: &str = include_str!("../../../../shaders/wgsl/onehot.wgsl");
 
 pub(super) fn encode(op: &KernelOp, _io: &StepIo) -> Result<Kernel> {
     match op {
@@ -61,6 +68,49 @@ pub(super) fn encode(op: &KernelOp, _io: &StepIo) -> Result<Kernel> {
             input_shape,
             scales,
         } => upsample(*dtype, input_shape, scales),
+        KernelOp::GatherElements {
+            dtype,
+            data_shape,
+            indices_shape,
+            index_dtype,
+            axis,
+        } => gather_elements(*dtype, data_shape, indices_shape, *index_dtype, *axis),
+        KernelOp::ScatterElements {
+            dtype,
+            data_shape,
+            indices_shape,
+            index_dtype,
+            axis,
+            reduction,
+        } => scatter_elements(
+            *dtype,
+            data_shape,
+            indices_shape,
+            *index_dtype,
+            *axis,
+            *reduction,
+        ),
+        KernelOp::Trilu {
+            dtype,
+            shape,
+            upper,
+        } => trilu(*dtype, shape, *upper),
+        KernelOp::OneHot {
+            dtype,
+            indices_shape,
+            index_dtype,
+            axis,
+            depth,
+            off,
+            on,
+        } => one_hot(
+            *dtype,
+            indices_shape,
+            *index_dtype,
+            *axis,
+            *depth,
+            (*off, *on),
+        ),
         _ => Err(super::no_kernel(op)),
     }
 }
@@ -175,6 +225,19 @@ fn concat(dtype: DType, axis: usize, input_shapes: &[Vec<usize>]) -> Result<Kern
     })
 }
 
+/// Whether integer index words are signed (1) or not (0): i64 indices are i32 words on the
+/// device; unsigned ones are never negative. Other index types are an error.
+fn index_signedness(index_dtype: DType, op: &str) -> Result<usize> {
+    match word(index_dtype)? {
+        "i32" => Ok(1),
+        "u32" if index_dtype != DType::Bool => Ok(0),
+        _ => Err(Error::UnsupportedDtype {
+            dtype: index_dtype.to_string(),
+            context: format!("{op} indices on wgpu"),
+        }),
+    }
+}
+
 /// Out-of-range indices (the reference fails on them) cannot be reported from a shader: their
 /// output elements are written as 0 and nothing out of bounds is read.
 fn gather(
@@ -185,17 +248,7 @@ fn gather(
     axis: usize,
 ) -> Result<Kernel> {
     word(dtype)?;
-    // i64 indices are i32 words on the device; unsigned ones are never negative.
-    let signed = match word(index_dtype)? {
-        "i32" => 1,
-        "u32" if index_dtype != DType::Bool => 0,
-        _ => {
-            return Err(Error::UnsupportedDtype {
-                dtype: index_dtype.to_string(),
-                context: "Gather indices on wgpu".into(),
-            });
-        }
-    };
+    let signed = index_signedness(index_dtype, "Gather")?;
     let (outer, dim, inner) = split_at_axis("Gather", data_shape, axis)?;
     let count: usize = indices_shape.iter().product();
     let n = outer * count * inner;
@@ -296,4 +349,156 @@ fn upsample(dtype: DType, input_shape: &[usize], scales: &[usize]) -> Result<Ker
     p.extend(params(scales.iter().copied())?);
     p.extend(params(strides(input_shape, false))?);
     copy_kernel("upsample.wgsl", UPSAMPLE, p, n)
+}
+
+/// Checks GatherElements / ScatterElements shapes: same rank, `axis` in range, the indices no
+/// larger than the data off `axis`. Returns the data's extent along `axis`.
+fn elementwise_indices(
+    op: &str,
+    data_shape: &[usize],
+    indices_shape: &[usize],
+    axis: usize,
+) -> Result<usize> {
+    let fits = data_shape.len() == indices_shape.len()
+        && axis < data_shape.len()
+        && indices_shape
+            .iter()
+            .zip(data_shape)
+            .enumerate()
+            .all(|(d, (&i, &x))| d == axis || i <= x);
+    if !fits {
+        return Err(bad(
+            op,
+            format!("indices {indices_shape:?} do not fit data {data_shape:?} along axis {axis}"),
+        ));
+    }
+    Ok(data_shape[axis])
+}
+
+/// Out-of-range indices (the reference fails on them) write 0, like Gather's.
+fn gather_elements(
+    dtype: DType,
+    data_shape: &[usize],
+    indices_shape: &[usize],
+    index_dtype: DType,
+    axis: usize,
+) -> Result<Kernel> {
+    word(dtype)?;
+    let signed = index_signedness(index_dtype, "GatherElements")?;
+    let dim = elementwise_indices("GatherElements", data_shape, indices_shape, axis)?;
+    let n: usize = indices_shape.iter().product();
+    let rank = data_shape.len();
+    let mut p = params([n, rank, axis, signed, dim])?;
+    p.extend(params(indices_shape.iter().copied())?);
+    p.extend(params(strides(data_shape, false))?);
+    Ok(Kernel::single(Dispatch {
+        shader: shader("gather_elements.wgsl", GATHER_ELEMENTS, vec![]),
+        params: p,
+        bindings: vec![Operand::Input(0), Operand::Input(1), Operand::Output(0)],
+        grid: Grid::Threads(n),
+    }))
+}
+
+/// One thread per output element scans the updates along `axis` that may land on it, in order:
+/// repeated indices combine deterministically, in the reference's order. Out-of-range indices
+/// (the reference fails on them) land nowhere.
+fn scatter_elements(
+    dtype: DType,
+    data_shape: &[usize],
+    indices_shape: &[usize],
+    index_dtype: DType,
+    axis: usize,
+    reduction: ScatterReduction,
+) -> Result<Kernel> {
+    let w = word(dtype)?;
+    let signed = index_signedness(index_dtype, "ScatterElements")?;
+    let dim = elementwise_indices("ScatterElements", data_shape, indices_shape, axis)?;
+    if reduction != ScatterReduction::None && dtype == DType::Bool {
+        return Err(Error::UnsupportedDtype {
+            dtype: dtype.to_string(),
+            context: format!("ScatterElements with a {reduction:?} reduction"),
+        });
+    }
+    // Without a reduction the words move unchanged: one u32 pipeline for every dtype.
+    let (w, combine) = match reduction {
+        ScatterReduction::None => ("u32", "b"),
+        ScatterReduction::Add => (w, "a + b"),
+        ScatterReduction::Mul => (w, "a * b"),
+        ScatterReduction::Max => (w, "select(a, b, b > a)"),
+        ScatterReduction::Min => (w, "select(a, b, b < a)"),
+    };
+    let wrap = if reduction == ScatterReduction::None {
+        ""
+    } else {
+        repr::wrap(dtype)
+    };
+    let n: usize = data_shape.iter().product();
+    let rank = data_shape.len();
+    let mut p = params([n, rank, axis, signed, dim, indices_shape[axis]])?;
+    p.extend(params(data_shape.iter().copied())?);
+    p.extend(params(indices_shape.iter().copied())?);
+    p.extend(params(strides(indices_shape, false))?);
+    let defines = vec![
+        ("T", w.to_string()),
+        ("COMBINE", combine.to_string()),
+        ("WRAP", wrap.to_string()),
+    ];
+    Ok(Kernel::single(Dispatch {
+        shader: shader("scatter_elements.wgsl", SCATTER_ELEMENTS, defines),
+        params: p,
+        bindings: vec![
+            Operand::Input(0),
+            Operand::Input(1),
+            Operand::Input(2),
+            Operand::Output(0),
+        ],
+        grid: Grid::Threads(n),
+    }))
+}
+
+fn trilu(dtype: DType, shape: &[usize], upper: bool) -> Result<Kernel> {
+    word(dtype)?;
+    let rank = shape.len();
+    if rank < 2 {
+        return Err(bad("Trilu", "the input must have at least two axes"));
+    }
+    let n: usize = shape.iter().product();
+    Ok(Kernel::single(Dispatch {
+        shader: shader("trilu.wgsl", TRILU, vec![]),
+        params: params([n, shape[rank - 2], shape[rank - 1], usize::from(upper)])?,
+        bindings: vec![Operand::Input(0), Operand::Input(1), Operand::Output(0)],
+        grid: Grid::Threads(n),
+    }))
+}
+
+fn one_hot(
+    dtype: DType,
+    indices_shape: &[usize],
+    index_dtype: DType,
+    axis: usize,
+    depth: usize,
+    (off, on): (f64, f64),
+) -> Result<Kernel> {
+    if axis > indices_shape.len() {
+        return Err(bad(
+            "OneHot",
+            format!("axis {axis} of rank-{} indices", indices_shape.len()),
+        ));
+    }
+    let kind = match word(index_dtype)? {
+        "f32" => 2,
+        _ => index_signedness(index_dtype, "OneHot")?,
+    };
+    let outer: usize = indices_shape[..axis].iter().product();
+    let inner: usize = indices_shape[axis..].iter().product();
+    let n = outer * depth * inner;
+    let mut p = params([n, depth, inner, kind])?;
+    p.push(fill_word(dtype, off)?);
+    p.push(fill_word(dtype, on)?);
+    Ok(Kernel::single(Dispatch {
+        shader: shader("onehot.wgsl", ONEHOT, vec![]),
+        params: p,
+        bindings: vec![Operand::Input(0), Operand::Output(0)],
+        grid: Grid::Threads(n),
+    }))
 }

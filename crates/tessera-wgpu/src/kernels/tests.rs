@@ -3,7 +3,9 @@
 
 use super::{Kernel, StepIo, encode, expand, shader};
 use tessera_core::DType;
-use tessera_core::plan::{BinaryOp, KernelOp, PadMode, Role, UnaryOp, Value, ValueId};
+use tessera_core::plan::{
+    BinaryOp, KernelOp, PadMode, Role, ScatterReduction, UnaryOp, Value, ValueId,
+};
 use wgpu::naga;
 
 /// The dtypes wgpu holds.
@@ -334,6 +336,72 @@ fn shape_shaders_validate() {
 }
 
 #[test]
+fn indexing_shaders_validate() {
+    let (data, indices): (&[usize], &[usize]) = (&[2, 3, 4], &[2, 5, 3]);
+    for dtype in DTYPES {
+        for index_dtype in [DType::I64, DType::I32, DType::U8] {
+            let op = KernelOp::GatherElements {
+                dtype,
+                data_shape: data.to_vec(),
+                indices_shape: indices.to_vec(),
+                index_dtype,
+                axis: 1,
+            };
+            check(
+                &op,
+                &[(data, dtype), (indices, index_dtype)],
+                &[(indices, dtype)],
+            );
+        }
+        let reductions = [
+            ScatterReduction::None,
+            ScatterReduction::Add,
+            ScatterReduction::Mul,
+            ScatterReduction::Max,
+            ScatterReduction::Min,
+        ];
+        for reduction in reductions {
+            if dtype == DType::Bool && reduction != ScatterReduction::None {
+                continue;
+            }
+            let op = KernelOp::ScatterElements {
+                dtype,
+                data_shape: data.to_vec(),
+                indices_shape: vec![2, 5, 3],
+                index_dtype: DType::I64,
+                axis: 1,
+                reduction,
+            };
+            check(
+                &op,
+                &[(data, dtype), (indices, DType::I64), (indices, dtype)],
+                &[(data, dtype)],
+            );
+        }
+        for upper in [false, true] {
+            let op = KernelOp::Trilu {
+                dtype,
+                shape: data.to_vec(),
+                upper,
+            };
+            check(&op, &[(data, dtype), (&[], DType::I64)], &[(data, dtype)]);
+        }
+        for index_dtype in [DType::I64, DType::U16, DType::F32] {
+            let op = KernelOp::OneHot {
+                dtype,
+                indices_shape: vec![2, 3],
+                index_dtype,
+                axis: 1,
+                depth: 4,
+                off: 0.0,
+                on: 1.0,
+            };
+            check(&op, &[(&[2, 3], index_dtype)], &[(&[2, 4, 3], dtype)]);
+        }
+    }
+}
+
+#[test]
 fn bad_parameters_are_errors() {
     let values = [value(0, &[2, 3], DType::F32), value(1, &[3, 2], DType::F32)];
     let io = StepIo {
@@ -367,6 +435,35 @@ fn bad_parameters_are_errors() {
             inv_scale: 1.0,
             zero_point: 0,
             to: DType::I32,
+        },
+        KernelOp::GatherElements {
+            dtype: DType::F32,
+            data_shape: vec![2, 3],
+            indices_shape: vec![3, 2],
+            index_dtype: DType::I64,
+            axis: 1,
+        },
+        KernelOp::ScatterElements {
+            dtype: DType::Bool,
+            data_shape: vec![2, 3],
+            indices_shape: vec![2, 3],
+            index_dtype: DType::I64,
+            axis: 1,
+            reduction: ScatterReduction::Add,
+        },
+        KernelOp::Trilu {
+            dtype: DType::F32,
+            shape: vec![6],
+            upper: true,
+        },
+        KernelOp::OneHot {
+            dtype: DType::F32,
+            indices_shape: vec![2, 3],
+            index_dtype: DType::Bool,
+            axis: 1,
+            depth: 2,
+            off: 0.0,
+            on: 1.0,
         },
     ];
     for op in bad {

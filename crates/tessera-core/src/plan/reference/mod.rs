@@ -426,6 +426,27 @@ fn run_step(step: &Step, args: &[Arg], outputs: &[(&[usize], DType)]) -> Result<
         } => one(shape::slice(arg(0)?, *axis, *start, *stride, out(0)?.0)),
         KernelOp::Concat { axis, .. } => one(shape::concat(args, *axis, out(0)?.0)),
         KernelOp::Gather { axis, .. } => one(shape::gather(arg(0)?, arg(1)?, *axis)),
+        KernelOp::GatherElements { axis, .. } => {
+            one(shape::gather_elements(arg(0)?, arg(1)?, *axis))
+        }
+        KernelOp::ScatterElements {
+            axis, reduction, ..
+        } => one(shape::scatter_elements(
+            arg(0)?,
+            arg(1)?,
+            arg(2)?,
+            *axis,
+            *reduction,
+        )),
+        KernelOp::Trilu { upper, .. } => one(shape::trilu(arg(0)?, arg(1)?, *upper)),
+        KernelOp::OneHot {
+            dtype,
+            axis,
+            depth,
+            off,
+            on,
+            ..
+        } => one(shape::one_hot(arg(0)?, *dtype, *axis, *depth, *off, *on)),
         KernelOp::Pad { pads, mode, .. } => one(shape::pad(arg(0)?, pads, mode)),
         KernelOp::Broadcast {
             input_shape,

@@ -1,9 +1,11 @@
 //! Data movement. Each kernel computes, for every output element, the flat index it copies
 //! from, then [`take`]s those elements (any dtype).
 
-use super::{Arg, broadcast_map, by_dtype, fail, ints, map_indices, strides, take};
-use crate::plan::PadMode;
-use crate::{Element, Result, TensorData};
+use super::{
+    Arg, Real, broadcast_map, by_dtype, fail, from_ints, ints, map_indices, strides, take,
+};
+use crate::plan::{PadMode, ScatterReduction};
+use crate::{DType, Element, Result, TensorData};
 use half::f16;
 
 pub(super) fn transpose(x: Arg, perm: &[usize]) -> Result<TensorData> {
@@ -59,21 +61,211 @@ pub(super) fn concat(args: &[Arg], axis: usize, out_shape: &[usize]) -> Result<T
     })
 }
 
+/// An index along an axis of `dim`: negative ones count from the end; out of range is an error.
+fn resolve(i: i128, dim: usize) -> Result<usize> {
+    let j = if i < 0 { i + dim as i128 } else { i };
+    usize::try_from(j)
+        .ok()
+        .filter(|&j| j < dim)
+        .ok_or_else(|| fail(format!("index {i} out of range for an axis of {dim}")))
+}
+
+/// Every index of an integer tensor, resolved along an axis of `dim`.
+fn resolve_indices(indices: Arg, dim: usize) -> Result<Vec<usize>> {
+    ints(indices.data)
+        .ok_or_else(|| fail("indices must be integers"))?
+        .into_iter()
+        .map(|i| resolve(i, dim))
+        .collect()
+}
+
+/// For every coordinate `c` of `indices` (row-major), the flat index in `data` of `c` with
+/// `c[axis]` replaced by the (resolved) index found there: where GatherElements reads and
+/// ScatterElements writes.
+fn element_targets(data_shape: &[usize], indices: Arg, axis: usize) -> Result<Vec<usize>> {
+    let Some(&dim) = data_shape.get(axis) else {
+        return Err(fail("axis out of range"));
+    };
+    if indices.shape.len() != data_shape.len()
+        || indices
+            .shape
+            .iter()
+            .zip(data_shape)
+            .enumerate()
+            .any(|(d, (&i, &x))| d != axis && i > x)
+    {
+        return Err(fail(format!(
+            "indices {:?} do not fit data {data_shape:?} off axis {axis}",
+            indices.shape
+        )));
+    }
+    let s = strides(data_shape);
+    let mut steps = s.clone();
+    steps[axis] = 0;
+    let bases = map_indices(indices.shape, &steps, 0);
+    let idx = resolve_indices(indices, dim)?;
+    if idx.len() != bases.len() {
+        return Err(fail("indices hold the wrong number of elements"));
+    }
+    Ok(bases
+        .into_iter()
+        .zip(idx)
+        .map(|(base, j)| base + j * s[axis])
+        .collect())
+}
+
+pub(super) fn gather_elements(data: Arg, indices: Arg, axis: usize) -> Result<TensorData> {
+    take(data.data, &element_targets(data.shape, indices, axis)?)
+}
+
+/// Combines `update` into `slot` as a float reduction.
+fn reduce_real<T: Real>(slot: &mut T, update: T, reduction: ScatterReduction) {
+    match reduction {
+        ScatterReduction::None => *slot = update,
+        ScatterReduction::Add => *slot += update,
+        ScatterReduction::Mul => *slot = *slot * update,
+        ScatterReduction::Max => {
+            if update > *slot {
+                *slot = update;
+            }
+        }
+        ScatterReduction::Min => {
+            if update < *slot {
+                *slot = update;
+            }
+        }
+    }
+}
+
+pub(super) fn scatter_elements(
+    data: Arg,
+    indices: Arg,
+    updates: Arg,
+    axis: usize,
+    reduction: ScatterReduction,
+) -> Result<TensorData> {
+    let targets = element_targets(data.shape, indices, axis)?;
+    let dtype = data.dtype();
+    if updates.dtype() != dtype || updates.data.len() != targets.len() {
+        return Err(fail("updates must match the indices and the data's dtype"));
+    }
+    if reduction == ScatterReduction::None {
+        return by_dtype!(dtype, T => {
+            let bad = || fail("tensor data does not match its dtype");
+            let mut out = <T as Element>::slice(data.data).ok_or_else(bad)?.to_vec();
+            let src = <T as Element>::slice(updates.data).ok_or_else(bad)?;
+            for (&t, &u) in targets.iter().zip(src) {
+                *out.get_mut(t).ok_or_else(|| fail("index out of range"))? = u;
+            }
+            Ok(<T as Element>::wrap(out))
+        });
+    }
+    fn floats<T: Real>(
+        data: &TensorData,
+        updates: &TensorData,
+        targets: &[usize],
+        reduction: ScatterReduction,
+        dtype: DType,
+    ) -> Result<TensorData> {
+        let mut out = T::read(data)?.into_owned();
+        let src = T::read(updates)?;
+        for (&t, &u) in targets.iter().zip(src.iter()) {
+            let slot = out.get_mut(t).ok_or_else(|| fail("index out of range"))?;
+            reduce_real(slot, u, reduction);
+        }
+        T::write(out, dtype)
+    }
+    match dtype {
+        DType::F32 | DType::F16 => {
+            floats::<f32>(data.data, updates.data, &targets, reduction, dtype)
+        }
+        DType::F64 => floats::<f64>(data.data, updates.data, &targets, reduction, dtype),
+        DType::Bool => Err(fail(format!("{reduction:?} reduction of bools"))),
+        _ => {
+            let (Some(mut out), Some(src)) = (ints(data.data), ints(updates.data)) else {
+                return Err(fail("integer data expected"));
+            };
+            for (&t, &u) in targets.iter().zip(&src) {
+                let slot = out.get_mut(t).ok_or_else(|| fail("index out of range"))?;
+                // Sums and products wrap like the element type (through 64-bit wrapping
+                // arithmetic, narrowed when stored); min and max compare the values.
+                *slot = match reduction {
+                    ScatterReduction::Add => (*slot as i64).wrapping_add(u as i64) as i128,
+                    ScatterReduction::Mul => (*slot as i64).wrapping_mul(u as i64) as i128,
+                    ScatterReduction::Max => (*slot).max(u),
+                    ScatterReduction::Min => (*slot).min(u),
+                    ScatterReduction::None => u,
+                };
+            }
+            from_ints(&out, dtype)
+        }
+    }
+}
+
+pub(super) fn trilu(x: Arg, k: Arg, upper: bool) -> Result<TensorData> {
+    let rank = x.shape.len();
+    if rank < 2 {
+        return Err(fail("Trilu needs at least two axes"));
+    }
+    let k = match ints(k.data).as_deref() {
+        Some([k]) => *k,
+        _ => return Err(fail("k must be one integer")),
+    };
+    let (rows, cols) = (x.shape[rank - 2], x.shape[rank - 1]);
+    let len: usize = x.shape.iter().product();
+    // Index `len` is the zero appended below.
+    let map: Vec<usize> = (0..len)
+        .map(|flat| {
+            let (c, r) = (flat % cols, (flat / cols) % rows);
+            let diagonal = c as i128 - r as i128;
+            let keep = if upper { diagonal >= k } else { diagonal <= k };
+            if keep { flat } else { len }
+        })
+        .collect();
+    take(&with_fill(x.data, 0.0), &map)
+}
+
+pub(super) fn one_hot(
+    indices: Arg,
+    dtype: DType,
+    axis: usize,
+    depth: usize,
+    off: f64,
+    on: f64,
+) -> Result<TensorData> {
+    if axis > indices.shape.len() {
+        return Err(fail("axis out of range"));
+    }
+    // Floats are truncated toward zero (Rust's `as`, saturating), like tract's cast to i32.
+    let idx: Vec<i128> = match ints(indices.data) {
+        Some(idx) => idx,
+        None => indices
+            .data
+            .to_f64_vec()
+            .into_iter()
+            .map(|x| x as i128)
+            .collect(),
+    };
+    let outer: usize = indices.shape[..axis].iter().product();
+    let inner: usize = indices.shape[axis..].iter().product();
+    // Index 0 of the table is `off`, 1 is `on`; an index outside -depth..depth hits no row.
+    let mut map = vec![0; outer * depth * inner];
+    for o in 0..outer {
+        for k in 0..inner {
+            if let Ok(d) = resolve(idx[o * inner + k], depth) {
+                map[(o * depth + d) * inner + k] = 1;
+            }
+        }
+    }
+    let empty = by_dtype!(dtype, T => <T as Element>::wrap(vec![]));
+    take(&with_fill(&with_fill(&empty, off), on), &map)
+}
+
 pub(super) fn gather(data: Arg, indices: Arg, axis: usize) -> Result<TensorData> {
     let Some(&dim) = data.shape.get(axis) else {
         return Err(fail("axis out of range"));
     };
-    let idx = ints(indices.data).ok_or_else(|| fail("indices must be integers"))?;
-    let idx = idx
-        .iter()
-        .map(|&i| {
-            let j = if i < 0 { i + dim as i128 } else { i };
-            usize::try_from(j)
-                .ok()
-                .filter(|&j| j < dim)
-                .ok_or_else(|| fail(format!("index {i} out of range for an axis of {dim}")))
-        })
-        .collect::<Result<Vec<usize>>>()?;
+    let idx = resolve_indices(indices, dim)?;
     let outer: usize = data.shape[..axis].iter().product();
     let inner: usize = data.shape[axis + 1..].iter().product();
     let mut map = Vec::with_capacity(outer * idx.len() * inner);

@@ -2,7 +2,7 @@
 //! direct loop written differently from the kernel.
 
 use super::*;
-use crate::plan::{BinaryOp, KernelOp, MatLayout, PadMode, ReduceOp, Window};
+use crate::plan::{BinaryOp, KernelOp, MatLayout, PadMode, ReduceOp, ScatterReduction, Window};
 
 fn f32s(t: &TensorData) -> Vec<f32> {
     match t {
@@ -500,6 +500,170 @@ fn pad_modes() {
     );
     close(&pad(PadMode::Edge), &[1.0, 1.0, 1.0, 2.0, 3.0, 3.0, 3.0]);
     close(&pad(PadMode::Reflect), &[3.0, 2.0, 1.0, 2.0, 3.0, 2.0, 1.0]);
+}
+
+fn try_run(
+    op: KernelOp,
+    inputs: &[(Vec<usize>, TensorData)],
+    out: (&[usize], DType),
+) -> Result<Vec<TensorData>> {
+    let args: Vec<Arg> = inputs
+        .iter()
+        .map(|(shape, data)| Arg { shape, data })
+        .collect();
+    run_step(&step(op), &args, &[out])
+}
+
+#[test]
+fn gather_elements_follows_the_onnx_examples() {
+    // ONNX GatherElements example 1: axis 1 of [[1, 2], [3, 4]] with [[0, 0], [1, 0]].
+    let op = |axis, indices_shape: Vec<usize>| KernelOp::GatherElements {
+        dtype: DType::F32,
+        data_shape: vec![2, 2],
+        indices_shape,
+        index_dtype: DType::I64,
+        axis,
+    };
+    let data = (vec![2, 2], TensorData::F32(vec![1.0, 2.0, 3.0, 4.0]));
+    let out = run(
+        op(1, vec![2, 2]),
+        &[
+            data.clone(),
+            (vec![2, 2], TensorData::I64(vec![0, 0, 1, 0])),
+        ],
+        (&[2, 2], DType::F32),
+    );
+    close(&f32s(&out[0]), &[1.0, 1.0, 4.0, 3.0]);
+    // Axis 0, negative indices, fewer index rows than data rows.
+    let out = run(
+        op(0, vec![1, 2]),
+        &[data.clone(), (vec![1, 2], TensorData::I64(vec![-1, 0]))],
+        (&[1, 2], DType::F32),
+    );
+    close(&f32s(&out[0]), &[3.0, 2.0]);
+    for bad in [2, -3] {
+        let result = try_run(
+            op(0, vec![1, 2]),
+            &[data.clone(), (vec![1, 2], TensorData::I64(vec![0, bad]))],
+            (&[1, 2], DType::F32),
+        );
+        assert!(result.is_err(), "index {bad}");
+    }
+}
+
+#[test]
+fn scatter_elements_reductions_apply_in_order() {
+    let op = |axis, reduction| KernelOp::ScatterElements {
+        dtype: DType::F32,
+        data_shape: vec![1, 5],
+        indices_shape: vec![1, 2],
+        index_dtype: DType::I64,
+        axis,
+        reduction,
+    };
+    let inputs = [
+        (vec![1, 5], TensorData::F32(vec![1.0, 2.0, 3.0, 4.0, 5.0])),
+        (vec![1, 2], TensorData::I64(vec![1, -4])),
+        (vec![1, 2], TensorData::F32(vec![1.1, 2.1])),
+    ];
+    let expect = [
+        (ScatterReduction::None, [1.0, 2.1, 3.0, 4.0, 5.0]),
+        (ScatterReduction::Add, [1.0, 5.2, 3.0, 4.0, 5.0]),
+        (ScatterReduction::Mul, [1.0, 2.0 * 1.1 * 2.1, 3.0, 4.0, 5.0]),
+        (ScatterReduction::Max, [1.0, 2.1, 3.0, 4.0, 5.0]),
+        (ScatterReduction::Min, [1.0, 1.1, 3.0, 4.0, 5.0]),
+    ];
+    for (reduction, expected) in expect {
+        let out = run(op(1, reduction), &inputs, (&[1, 5], DType::F32));
+        close(&f32s(&out[0]), &expected);
+    }
+    // Integers wrap at their width.
+    let op = KernelOp::ScatterElements {
+        dtype: DType::I8,
+        data_shape: vec![3],
+        indices_shape: vec![2],
+        index_dtype: DType::I32,
+        axis: 0,
+        reduction: ScatterReduction::Add,
+    };
+    let out = run(
+        op.clone(),
+        &[
+            (vec![3], TensorData::I8(vec![100, 0, 0])),
+            (vec![2], TensorData::I32(vec![0, 0])),
+            (vec![2], TensorData::I8(vec![20, 10])),
+        ],
+        (&[3], DType::I8),
+    );
+    assert_eq!(out[0], TensorData::I8(vec![-126, 0, 0]));
+    let result = try_run(
+        op,
+        &[
+            (vec![3], TensorData::I8(vec![0; 3])),
+            (vec![2], TensorData::I32(vec![0, 3])),
+            (vec![2], TensorData::I8(vec![1, 1])),
+        ],
+        (&[3], DType::I8),
+    );
+    assert!(result.is_err());
+}
+
+#[test]
+fn trilu_keeps_a_triangle() {
+    let x = (vec![3, 3], TensorData::I32((1..=9).collect()));
+    let trilu = |upper, k: i64| {
+        let op = KernelOp::Trilu {
+            dtype: DType::I32,
+            shape: vec![3, 3],
+            upper,
+        };
+        run(
+            op,
+            &[x.clone(), (vec![], TensorData::I64(vec![k]))],
+            (&[3, 3], DType::I32),
+        )
+        .remove(0)
+    };
+    assert_eq!(
+        trilu(true, 0),
+        TensorData::I32(vec![1, 2, 3, 0, 5, 6, 0, 0, 9])
+    );
+    assert_eq!(
+        trilu(true, 1),
+        TensorData::I32(vec![0, 2, 3, 0, 0, 6, 0, 0, 0])
+    );
+    assert_eq!(
+        trilu(false, -1),
+        TensorData::I32(vec![0, 0, 0, 4, 0, 0, 7, 8, 0])
+    );
+    assert_eq!(trilu(false, 5), TensorData::I32((1..=9).collect()));
+}
+
+#[test]
+fn one_hot_with_axis_and_negative_indices() {
+    let op = |axis, index_dtype| KernelOp::OneHot {
+        dtype: DType::F32,
+        indices_shape: vec![2],
+        index_dtype,
+        axis,
+        depth: 3,
+        off: 1.0,
+        on: 5.0,
+    };
+    // Axis 1: one row per index; -1 is the last; 3 is out of range (all off).
+    let out = run(
+        op(1, DType::I64),
+        &[(vec![2], TensorData::I64(vec![-1, 3]))],
+        (&[2, 3], DType::F32),
+    );
+    close(&f32s(&out[0]), &[1.0, 1.0, 5.0, 1.0, 1.0, 1.0]);
+    // Axis 0, float indices truncated toward zero.
+    let out = run(
+        op(0, DType::F32),
+        &[(vec![2], TensorData::F32(vec![1.7, -2.5]))],
+        (&[3, 2], DType::F32),
+    );
+    close(&f32s(&out[0]), &[1.0, 1.0, 5.0, 5.0, 1.0, 1.0]);
 }
 
 #[test]
