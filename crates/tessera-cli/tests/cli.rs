@@ -7,6 +7,13 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("..")
 }
 
+/// The shared test data: `$TESSERA_SHARED`, else `../shared` beside the repository.
+fn shared() -> PathBuf {
+    std::env::var_os("TESSERA_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("..").join("shared"))
+}
+
 fn example() -> PathBuf {
     repo().join("examples").join("text-orientation")
 }
@@ -233,10 +240,7 @@ fn wrong_inputs_name_what_the_model_expects() {
 
 #[test]
 fn unsupported_ops_are_named() {
-    let shared = std::env::var_os("TESSERA_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("..").join("shared"));
-    let model = shared.join("onnx-tests/node/test_image_decoder_decode_bmp_rgb/model.onnx");
+    let model = shared().join("onnx-tests/node/test_image_decoder_decode_bmp_rgb/model.onnx");
     assert_clean_failure(
         &tessera(&["run", model.to_str().unwrap()]),
         "unsupported operator(s): ImageDecoder",
@@ -427,7 +431,7 @@ fn compare_agrees_across_backends_and_names_fallback_needs() {
 
     // TopK has no wgpu kernel: strict placement refuses and names it; inspect shows the
     // fallback placement when asked.
-    let top_k = repo().join("../shared/onnx-tests/node/test_top_k");
+    let top_k = shared().join("onnx-tests/node/test_top_k");
     let output = tessera(&[
         "run",
         top_k.join("model.onnx").to_str().unwrap(),
