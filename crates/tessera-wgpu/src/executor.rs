@@ -166,6 +166,11 @@ pub(crate) fn read_back(
         .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
     encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, bytes as u64);
     ctx.queue.submit([encoder.finish()]);
+    map_read(ctx, &staging)
+}
+
+/// Waits for submitted work, then copies a `MAP_READ` buffer's bytes out.
+fn map_read(ctx: &GpuContext, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
     let (sender, receiver) = std::sync::mpsc::channel();
     staging.map_async(wgpu::MapMode::Read, .., move |result| {
         sender.send(result).ok();
@@ -755,23 +760,7 @@ impl Compiled {
             return Err(run_error(format!("the device rejected the run: {error}")));
         }
         let staged = match &staging {
-            Some(staging) => {
-                let (sender, receiver) = std::sync::mpsc::channel();
-                staging.map_async(wgpu::MapMode::Read, .., move |result| {
-                    sender.send(result).ok();
-                });
-                ctx.wait()?;
-                receiver
-                    .recv()
-                    .map_err(|_| run_error("the device never answered a read-back"))?
-                    .map_err(|e| run_error(format!("reading outputs back: {e}")))?;
-                let data = staging
-                    .get_mapped_range(..)
-                    .map_err(|e| run_error(format!("reading outputs back: {e}")))?
-                    .to_vec();
-                staging.unmap();
-                data
-            }
+            Some(staging) => map_read(ctx, staging)?,
             None => {
                 ctx.wait()?;
                 vec![]
