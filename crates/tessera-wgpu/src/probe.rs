@@ -70,20 +70,122 @@ fn probe() -> Result<Vec<AdapterSummary>, String> {
 /// Why no adapter was found, with what to install.
 pub fn why_no_adapter() -> String {
     if cfg!(target_os = "linux") {
-        let icds = ["/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d"]
-            .iter()
-            .filter_map(|dir| std::fs::read_dir(dir).ok())
-            .flat_map(|entries| entries.filter_map(|e| e.ok()))
-            .count();
-        if icds == 0 {
-            return "no adapter: no Vulkan driver (ICD) is installed; install your GPU's driver, or \
-                    Mesa's software driver lavapipe (Debian/Ubuntu: apt-get install mesa-vulkan-drivers)"
-                .into();
-        }
-        return format!(
-            "no adapter: {icds} Vulkan driver manifest(s) found but none opened a device \
-             (is the Vulkan loader libvulkan1 installed? does the driver match the GPU?)"
-        );
+        return why_no_vulkan_device(&ICD_DIRS, &LIBRARY_DIRS);
     }
     "no adapter: no Vulkan, Metal or DX12 device was found".into()
+}
+
+/// Where Vulkan driver manifests (ICDs) are installed.
+const ICD_DIRS: [&str; 2] = ["/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d"];
+/// Where the loader and drivers' libraries are looked for.
+const LIBRARY_DIRS: [&str; 6] = [
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+];
+
+fn library_installed(name: &str, library_dirs: &[&str]) -> bool {
+    let path = std::path::Path::new(name);
+    if path.is_absolute() {
+        return path.exists();
+    }
+    library_dirs
+        .iter()
+        .any(|dir| std::path::Path::new(dir).join(name).exists())
+}
+
+/// The diagnosis on Linux: no driver manifest, no Vulkan loader, or manifests whose driver
+/// library is missing (e.g. a container given the GPU for compute but without the NVIDIA
+/// driver's graphics libraries).
+fn why_no_vulkan_device(icd_dirs: &[&str], library_dirs: &[&str]) -> String {
+    let manifests: Vec<std::path::PathBuf> = icd_dirs
+        .iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flat_map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())))
+        .collect();
+    if manifests.is_empty() {
+        return "no adapter: no Vulkan driver (ICD) is installed; install your GPU's driver, or \
+                Mesa's software driver lavapipe (Debian/Ubuntu: apt-get install mesa-vulkan-drivers)"
+            .into();
+    }
+    let mut problems = vec![];
+    if !library_installed("libvulkan.so.1", library_dirs) {
+        problems.push(
+            "the Vulkan loader libvulkan.so.1 is not installed (Debian/Ubuntu: apt-get install libvulkan1)"
+                .to_string(),
+        );
+    }
+    for manifest in &manifests {
+        let library = std::fs::read_to_string(manifest)
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .and_then(|json| json["ICD"]["library_path"].as_str().map(str::to_string));
+        if let Some(library) = library
+            && !library_installed(&library, library_dirs)
+        {
+            let name = manifest
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned());
+            let hint = if library.contains("nvidia") {
+                " (the NVIDIA driver's graphics libraries; in a container, the NVIDIA container \
+                 toolkit mounts them when NVIDIA_DRIVER_CAPABILITIES includes graphics)"
+            } else {
+                ""
+            };
+            problems.push(format!(
+                "driver manifest {} names {library}, which is not installed{hint}",
+                name.unwrap_or_default()
+            ));
+        }
+    }
+    if problems.is_empty() {
+        return format!(
+            "no adapter: {} Vulkan driver manifest(s) found but none opened a device (does the \
+             driver match the GPU and the kernel module?)",
+            manifests.len()
+        );
+    }
+    format!("no adapter: {}", problems.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_the_missing_loader_and_driver_library() {
+        let root = std::env::temp_dir().join(format!("tessera-probe-{}", std::process::id()));
+        let (icds, libs) = (root.join("icd.d"), root.join("lib"));
+        std::fs::create_dir_all(&icds).unwrap();
+        std::fs::create_dir_all(&libs).unwrap();
+        let (icds_s, libs_s) = (icds.to_str().unwrap(), libs.to_str().unwrap());
+
+        let none = why_no_vulkan_device(&[icds_s], &[libs_s]);
+        assert!(
+            none.contains("no Vulkan driver (ICD) is installed"),
+            "{none}"
+        );
+
+        std::fs::write(
+            icds.join("nvidia_icd.json"),
+            r#"{"file_format_version": "1.0.1", "ICD": {"library_path": "libGLX_nvidia.so.0"}}"#,
+        )
+        .unwrap();
+        let both = why_no_vulkan_device(&[icds_s], &[libs_s]);
+        assert!(both.contains("libvulkan.so.1 is not installed"), "{both}");
+        assert!(
+            both.contains("names libGLX_nvidia.so.0, which is not installed"),
+            "{both}"
+        );
+        assert!(both.contains("NVIDIA_DRIVER_CAPABILITIES"), "{both}");
+
+        std::fs::write(libs.join("libvulkan.so.1"), b"").unwrap();
+        std::fs::write(libs.join("libGLX_nvidia.so.0"), b"").unwrap();
+        let neither = why_no_vulkan_device(&[icds_s], &[libs_s]);
+        assert!(neither.contains("none opened a device"), "{neither}");
+        std::fs::remove_dir_all(&root).ok();
+    }
 }
