@@ -1,6 +1,7 @@
-//! The 20 real models of `../shared/models/` on the cpu backend, against onnxruntime's reference
-//! outputs, within rtol 1e-3 / atol 1e-4. Every model must pass; a looser tolerance for a model
-//! is listed in `LOOSER` with its reason.
+//! The 20 real models of `../shared/models/` on cpu and on wgpu (lavapipe in CI, strict
+//! placement: nothing falls back to the host), against onnxruntime's reference outputs, within
+//! rtol 1e-3 / atol 1e-4. Every model must pass; a looser tolerance for a model is listed in
+//! `LOOSER` with its reason.
 
 use std::time::Duration;
 use tessera::Backend;
@@ -19,8 +20,7 @@ const LOOSER: &[(&str, Tolerance, &str)] = &[(
      a rounding tie broken differently upstream moves an output by exactly one step",
 )];
 
-#[test]
-fn real_models_on_cpu() {
+fn real_models(backend: Backend) {
     let dirs = model_dirs(&shared_dir().join("models"));
     assert_eq!(dirs.len(), 20, "expected the 20 shared real models");
     let results: Vec<CaseResult> = dirs
@@ -31,7 +31,7 @@ fn real_models_on_cpu() {
                 .iter()
                 .find(|(m, ..)| *m == name)
                 .map_or(Tolerance::MODELS, |(_, t, _)| *t);
-            let result = run_case_bounded(dir, Backend::Cpu, tol, Duration::from_secs(300));
+            let result = run_case_bounded(dir, backend, tol, Duration::from_secs(300));
             println!(
                 "{name}: {} in {:.2?}",
                 if result.failure.is_none() {
@@ -44,10 +44,20 @@ fn real_models_on_cpu() {
             result
         })
         .collect();
-    let passed = report("shared real models on cpu", &results);
+    let passed = report(&format!("shared real models on {backend}"), &results);
     assert_eq!(
         passed.len(),
         results.len(),
-        "every shared real model must pass on cpu"
+        "every shared real model must pass on {backend}"
     );
+}
+
+#[test]
+fn real_models_on_cpu() {
+    real_models(Backend::Cpu);
+}
+
+#[test]
+fn real_models_on_wgpu() {
+    real_models(Backend::Wgpu);
 }

@@ -27,6 +27,9 @@ pub enum Command {
     Check(CheckArgs),
     /// Time loading and running a model.
     Bench(BenchArgs),
+    /// Run the same inputs on several backends, compare every output, and name the first node
+    /// where they part.
+    Compare(CompareArgs),
 }
 
 /// Where and how to run.
@@ -38,6 +41,10 @@ pub struct EngineArgs {
     /// Worker threads on the cpu backend [default: one per core].
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
+    /// On a GPU backend, run ops it has no kernel for on the host instead of refusing the
+    /// model; every copy this causes is listed (`tessera inspect --backend`) and counted.
+    #[arg(long)]
+    pub allow_fallback: bool,
 }
 
 /// Model inputs: files, or random values.
@@ -74,6 +81,36 @@ pub struct RunArgs {
 pub struct InspectArgs {
     /// The ONNX model file.
     pub model: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Also plan the model on this backend and show where every step runs, every copy between
+    /// host and device, and the device memory (shapes from --input/--dim, or the declared ones).
+    #[arg(long, value_parser = parse_backend)]
+    pub backend: Option<Backend>,
+    /// With --backend: plan with host fallback allowed (shows what would fall back).
+    #[arg(long, requires = "backend")]
+    pub allow_fallback: bool,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// A folder with model.onnx (inputs from its test_data_set_0 when there is one), or an
+    /// ONNX file (random inputs unless given).
+    pub model: PathBuf,
+    /// Backends to compare; the first is the baseline.
+    #[arg(long, value_delimiter = ',', default_value = "cpu,wgpu", value_parser = parse_backend)]
+    pub backends: Vec<Backend>,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Relative tolerance.
+    #[arg(long, default_value_t = 1e-3)]
+    pub rtol: f64,
+    /// Absolute tolerance.
+    #[arg(long, default_value_t = 1e-4)]
+    pub atol: f64,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

@@ -14,6 +14,9 @@ pub struct UnsupportedOp {
     pub first_node: String,
     /// How many nodes use it.
     pub count: usize,
+    /// Why the backend cannot run it, when there is more to say than "no kernel".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl std::fmt::Display for UnsupportedOp {
@@ -22,7 +25,11 @@ impl std::fmt::Display for UnsupportedOp {
             f,
             "{} ({}×, first node '{}')",
             self.op_type, self.count, self.first_node
-        )
+        )?;
+        match &self.reason {
+            Some(reason) => write!(f, " [{reason}]"),
+            None => Ok(()),
+        }
     }
 }
 

@@ -11,6 +11,7 @@ pub mod lower;
 pub mod model;
 pub mod ops;
 pub mod plan;
+pub mod plan_cache;
 pub mod tensor;
 pub mod tract_bridge;
 

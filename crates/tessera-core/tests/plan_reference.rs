@@ -7,6 +7,9 @@
 //! Models listed in [`KNOWN_FAILURES`] must fail (a known failure that passes fails the test,
 //! so the list is kept honest); every other model must pass.
 //!
+//! A second test replays a few small models step by step: `execute_traced` keeps every value,
+//! and `execute_step` run alone on the traced inputs of each step gives its traced outputs.
+//!
 //! Shared data: `$TESSERA_SHARED`, else `../shared` beside the repository; missing data is a
 //! failure, never a silent skip.
 //!
@@ -18,10 +21,10 @@
 
 mod common;
 
-use common::{read_set, shared_model_dirs};
+use common::{read_set, shared_dir, shared_model_dirs};
 use std::path::Path;
 use std::time::Instant;
-use tessera_core::plan::reference::execute;
+use tessera_core::plan::reference::{execute, execute_step, execute_traced};
 use tessera_core::{Model, Plan, Tensor};
 
 /// Models expected to fail, with the reason.
@@ -148,4 +151,81 @@ fn reference_interpreter_matches_onnxruntime() {
         );
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Small models with views, matrix products, quantization and recurrent cells between them.
+const REPLAY_MODELS: &[&str] = &[
+    "minilm_l3_paraphrase",
+    "mtcnn_onet",
+    "ppocr_mobile_cls_qdq_int8",
+    "silero_vad_v5",
+];
+
+/// `execute_traced` returns every value with its plan shape and the outputs `execute` returns;
+/// running each step alone with `execute_step` on the traced inputs gives back the traced
+/// outputs bit for bit (what a GPU backend's host fallback and a debugger rely on).
+#[test]
+fn traced_values_replay_step_by_step() {
+    for name in REPLAY_MODELS {
+        let dir = shared_dir().join("models").join(name);
+        let inputs = read_set(&dir, "input").unwrap_or_else(|e| panic!("{e}"));
+        let model = Model::load(dir.join("model.onnx")).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let lowered = model
+            .lower(&inputs, None)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let plan = Plan::build(&lowered.typed).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let runtime: Vec<Tensor> = lowered.runtime_inputs(&inputs).cloned().collect();
+
+        let trace = execute_traced(&plan, &runtime).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(trace.len(), plan.values.len(), "{name}");
+        for (value, traced) in plan.values.iter().zip(&trace) {
+            let traced = traced
+                .as_ref()
+                .unwrap_or_else(|| panic!("{name}: '{}' not traced", value.name));
+            assert_eq!(
+                traced.shape(),
+                value.shape.as_slice(),
+                "{name}: {}",
+                value.name
+            );
+            assert_eq!(traced.dtype(), value.dtype, "{name}: {}", value.name);
+        }
+        let outputs = execute(&plan, &runtime).unwrap_or_else(|e| panic!("{name}: {e}"));
+        for (k, (output, &id)) in outputs.iter().zip(&plan.outputs).enumerate() {
+            let traced = trace[id.0].as_ref().unwrap();
+            assert_eq!(output.shape(), traced.shape(), "{name}: output {k}");
+            assert_eq!(
+                output.data().to_le_bytes(),
+                traced.data().to_le_bytes(),
+                "{name}: output {k}"
+            );
+        }
+
+        for (ix, step) in plan.steps.iter().enumerate() {
+            let args: Vec<&Tensor> = step
+                .inputs
+                .iter()
+                .map(|id| trace[id.0].as_ref().unwrap())
+                .collect();
+            let results =
+                execute_step(&plan, ix, &args).unwrap_or_else(|e| panic!("{name}: step {ix}: {e}"));
+            assert_eq!(results.len(), step.outputs.len(), "{name}: step {ix}");
+            for (result, id) in results.iter().zip(&step.outputs) {
+                let traced = trace[id.0].as_ref().unwrap();
+                assert_eq!(result.shape(), traced.shape(), "{name}: step {ix}");
+                assert_eq!(
+                    result.data().to_le_bytes(),
+                    traced.data().to_le_bytes(),
+                    "{name}: step {ix} ('{}', {})",
+                    step.node,
+                    step.op.name()
+                );
+            }
+        }
+        println!(
+            "{name}: {} values traced, {} steps replayed",
+            trace.len(),
+            plan.steps.len()
+        );
+    }
 }

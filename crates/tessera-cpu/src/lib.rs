@@ -7,14 +7,13 @@
 //! ([`threading`]), so more threads are never slower than one. Plans are built per input
 //! signature (shapes plus the values of folded inputs) and kept in a small cache.
 
-mod plan_cache;
 mod threading;
 
-use plan_cache::PlanCache;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tessera_core::error::{catch_panic, chain_message};
 use tessera_core::model::specialize::{Folding, PlanKey};
+use tessera_core::plan_cache::PlanCache;
 use tessera_core::tract_bridge::{from_tract, into_tract};
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::{Backend, BackendStatus, Error, Model, Result, Tensor};

@@ -1,12 +1,26 @@
 //! Tessera's `wgpu` backend: WGSL compute shaders (from `shaders/wgsl/`) executing the core's
 //! backend-neutral [`tessera_core::Plan`] on Vulkan, Metal, DX12 or the browser's WebGPU.
 //!
-//! Today this crate finds and describes adapters (for `tessera devices`) and reports plainly
-//! that the backend does not run models yet; the kernels follow the plan's `KernelOp`s.
+//! A [`WgpuSession`] lowers the model per input signature into the core's plan, places every
+//! step (strictly by default: a step without a kernel is an error naming it; with
+//! [`WgpuOptions::allow_fallback`] it runs on the host and every copy is reported and counted),
+//! compiles one pipeline per kernel variant, uploads weights once, and keeps intermediate values
+//! in one arena laid out by the memory plan. Element types are held as 32-bit words
+//! ([`repr`]).
+//!
+//! Files: `context.rs` (device, pipeline cache), `session.rs` (plans per signature, weights,
+//! I/O binding), `executor.rs` (buffers, bind groups, a run), `kernels/` (one file per op
+//! family; the WGSL is in `shaders/wgsl/`), `probe.rs` (adapters, and why there are none).
 
+mod context;
+mod executor;
 mod kernels;
 mod probe;
 pub mod repr;
+mod session;
+
+pub use session::{DeviceTensor, WgpuInput, WgpuOptions, WgpuSession};
+pub use tessera_core::plan::{DeviceMemory, PlanReport, Trace, Transfers};
 
 pub use probe::{AdapterSummary, adapters};
 use tessera_core::{Backend, BackendStatus};
@@ -17,11 +31,8 @@ pub fn status() -> BackendStatus {
         Ok(found) if !found.is_empty() => BackendStatus {
             backend: Backend::Wgpu,
             compiled_in: true,
-            available: false,
-            detail: format!(
-                "{} adapter(s) found, but the wgpu backend does not run models yet (its kernels are in progress)",
-                found.len()
-            ),
+            available: true,
+            detail: format!("{} adapter(s) found", found.len()),
             devices: found.iter().map(ToString::to_string).collect(),
         },
         Ok(_) => BackendStatus {

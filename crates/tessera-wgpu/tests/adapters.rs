@@ -15,9 +15,6 @@ fn an_adapter_is_found_and_described() {
     );
     let status = tessera_wgpu::status();
     assert!(status.compiled_in);
-    assert!(
-        !status.available,
-        "the wgpu backend must not claim to run models before its kernels exist"
-    );
+    assert!(status.available, "{}", status.detail);
     assert_eq!(status.devices.len(), found.len());
 }

@@ -15,9 +15,12 @@
 //! lists what is available; [`Backend::Auto`] picks the best available one and says which.
 
 pub mod check;
+pub mod compare;
 mod session;
 
-pub use session::{Session, SessionBuilder};
+pub use session::{DeviceTensor, Session, SessionBuilder};
+pub use tessera_core::plan::report::mib as plan_mib;
+pub use tessera_core::plan::{DeviceMemory, PlanReport, Transfers};
 pub use tessera_core::tensor::{npy, onnx_pb};
 pub use tessera_core::{
     Backend, BackendStatus, DType, Dim, Element, Error, IoInfo, Model, ModelInfo, Result, Tensor,
@@ -109,6 +112,8 @@ pub fn supported_ops(backend: Backend, info: &ModelInfo) -> Option<Vec<(String, 
                 .map(|op| (op.clone(), true))
                 .collect(),
         ),
+        // Which op types a GPU backend runs depends on the shapes and dtypes they get: ask for
+        // a plan report (`tessera inspect --backend`), which names each step's device.
         _ => None,
     }
 }

@@ -4,6 +4,7 @@ use crate::resolve_backend;
 use std::path::Path;
 use std::sync::Arc;
 use tessera_core::model::inputs::order_inputs;
+use tessera_core::plan::{PlanReport, Trace, Transfers};
 use tessera_core::{Backend, Error, Model, ModelInfo, Result, Tensor};
 
 /// Options for building a [`Session`].
@@ -11,6 +12,7 @@ use tessera_core::{Backend, Error, Model, ModelInfo, Result, Tensor};
 pub struct SessionBuilder {
     backend: Backend,
     threads: Option<usize>,
+    allow_fallback: bool,
 }
 
 impl Default for SessionBuilder {
@@ -18,6 +20,7 @@ impl Default for SessionBuilder {
         SessionBuilder {
             backend: Backend::Cpu,
             threads: None,
+            allow_fallback: false,
         }
     }
 }
@@ -32,6 +35,15 @@ impl SessionBuilder {
     /// Worker threads for the cpu backend (default: one per available core).
     pub fn threads(mut self, threads: usize) -> Self {
         self.threads = Some(threads);
+        self
+    }
+
+    /// On a GPU backend, run the steps it has no kernel for on the host instead of refusing the
+    /// model (default: refuse, naming every such op). Every copy this causes between host and
+    /// device is listed in [`Session::plan_report`] and counted per run
+    /// ([`Session::last_transfers`]).
+    pub fn allow_fallback(mut self, allow: bool) -> Self {
+        self.allow_fallback = allow;
         self
     }
 
@@ -57,6 +69,13 @@ impl SessionBuilder {
                     threads: self.threads,
                 },
             )?),
+            #[cfg(feature = "wgpu")]
+            Backend::Wgpu => Engine::Wgpu(tessera_wgpu::WgpuSession::new(
+                model.clone(),
+                tessera_wgpu::WgpuOptions {
+                    allow_fallback: self.allow_fallback,
+                },
+            )?),
             other => {
                 return Err(Error::BackendUnavailable {
                     backend: other.to_string(),
@@ -78,6 +97,8 @@ impl SessionBuilder {
 enum Engine {
     #[cfg(feature = "cpu")]
     Cpu(tessera_cpu::CpuSession),
+    #[cfg(feature = "wgpu")]
+    Wgpu(tessera_wgpu::WgpuSession),
 }
 
 /// A model bound to one backend. Plans are built per input signature and cached.
@@ -105,6 +126,16 @@ impl Session {
         self.backend
     }
 
+    /// The device a GPU backend runs on (adapter name), `None` on cpu.
+    pub fn device_name(&self) -> Option<String> {
+        match &self.engine {
+            #[cfg(feature = "wgpu")]
+            Engine::Wgpu(wgpu) => Some(wgpu.adapter()),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
     /// Why this backend was chosen (useful with [`Backend::Auto`]).
     pub fn backend_choice(&self) -> &str {
         &self.choice
@@ -115,6 +146,8 @@ impl Session {
         match &self.engine {
             #[cfg(feature = "cpu")]
             Engine::Cpu(cpu) => cpu.threads(),
+            #[allow(unreachable_patterns)]
+            _ => 1,
         }
     }
 
@@ -126,14 +159,116 @@ impl Session {
         let outputs = match &self.engine {
             #[cfg(feature = "cpu")]
             Engine::Cpu(cpu) => cpu.run(ordered)?,
+            #[cfg(feature = "wgpu")]
+            Engine::Wgpu(wgpu) => wgpu.run(ordered)?,
         };
-        Ok(self
-            .info()
+        Ok(self.name_outputs(outputs))
+    }
+
+    fn name_outputs<T>(&self, outputs: Vec<T>) -> Vec<(String, T)> {
+        self.info()
             .outputs
             .iter()
             .map(|o| o.name.clone())
             .zip(outputs)
-            .collect())
+            .collect()
+    }
+
+    /// Puts a tensor where this session's backend computes (I/O binding): on a GPU backend it
+    /// is uploaded once and can feed many runs; on cpu it stays where it is.
+    pub fn upload(&self, tensor: Tensor) -> Result<DeviceTensor> {
+        match &self.engine {
+            #[cfg(feature = "wgpu")]
+            Engine::Wgpu(wgpu) => Ok(DeviceTensor::Wgpu(wgpu.upload(&tensor)?)),
+            #[allow(unreachable_patterns)]
+            _ => Ok(DeviceTensor::Host(tensor)),
+        }
+    }
+
+    /// Runs on inputs that may already be on the device and leaves the outputs there, so a
+    /// pipeline of runs never round-trips through host memory. Inputs whose values the plan
+    /// needs (shapes, indices) must be given on the host.
+    pub fn run_on_device(
+        &self,
+        inputs: Vec<(String, DeviceTensor)>,
+    ) -> Result<Vec<(String, DeviceTensor)>> {
+        let ordered = order_device_inputs(self.info(), inputs)?;
+        let outputs: Vec<DeviceTensor> = match &self.engine {
+            #[cfg(feature = "wgpu")]
+            Engine::Wgpu(wgpu) => {
+                let feeds = ordered
+                    .into_iter()
+                    .map(|input| match input {
+                        DeviceTensor::Host(t) => Ok(tessera_wgpu::WgpuInput::Host(t)),
+                        DeviceTensor::Wgpu(t) => Ok(tessera_wgpu::WgpuInput::Device(t)),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                wgpu.run_on_device(feeds)?
+                    .into_iter()
+                    .map(DeviceTensor::Wgpu)
+                    .collect()
+            }
+            #[allow(unreachable_patterns)]
+            _ => {
+                let host = ordered
+                    .into_iter()
+                    .map(|input| match input {
+                        DeviceTensor::Host(t) => Ok(t),
+                        #[allow(unreachable_patterns)]
+                        other => other.to_host(),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                match &self.engine {
+                    #[cfg(feature = "cpu")]
+                    Engine::Cpu(cpu) => {
+                        cpu.run(host)?.into_iter().map(DeviceTensor::Host).collect()
+                    }
+                    #[allow(unreachable_patterns)]
+                    _ => return Err(Error::Internal("no engine".into())),
+                }
+            }
+        };
+        Ok(self.name_outputs(outputs))
+    }
+
+    /// Where each step of the plan for these inputs runs, what crosses between host and
+    /// device, and the device memory it holds. `None` on cpu (everything is on the host).
+    pub fn plan_report(&self, inputs: Vec<(String, Tensor)>) -> Result<Option<PlanReport>> {
+        let ordered = order_inputs(self.info(), inputs)?;
+        match &self.engine {
+            #[cfg(feature = "wgpu")]
+            Engine::Wgpu(wgpu) => Ok(Some(wgpu.report(&ordered)?)),
+            #[allow(unreachable_patterns)]
+            _ => {
+                drop(ordered);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Runs with every step's output read back as soon as it ran (slow: for finding where
+    /// backends disagree). `None` on cpu, which runs tract's own graph rather than the plan.
+    pub fn trace(&self, inputs: Vec<(String, Tensor)>) -> Result<Option<Trace>> {
+        let ordered = order_inputs(self.info(), inputs)?;
+        match &self.engine {
+            #[cfg(feature = "wgpu")]
+            Engine::Wgpu(wgpu) => Ok(Some(wgpu.trace(&ordered)?)),
+            #[allow(unreachable_patterns)]
+            _ => {
+                drop(ordered);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Bytes copied between host and device by the last run (`None` on cpu).
+    pub fn last_transfers(&self) -> Option<Transfers> {
+        match &self.engine {
+            #[cfg(feature = "wgpu")]
+            Engine::Wgpu(wgpu) => Some(wgpu.last_transfers()),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
     }
 
     /// Builds the plan for these inputs without running it (to time loading apart from running).
@@ -142,6 +277,69 @@ impl Session {
         match &self.engine {
             #[cfg(feature = "cpu")]
             Engine::Cpu(cpu) => cpu.prepare(&ordered),
+            #[cfg(feature = "wgpu")]
+            Engine::Wgpu(wgpu) => wgpu.prepare(&ordered),
         }
     }
+}
+
+/// A tensor where a session computes: on the host (cpu), or in device memory (I/O binding).
+#[derive(Debug, Clone)]
+pub enum DeviceTensor {
+    Host(Tensor),
+    #[cfg(feature = "wgpu")]
+    Wgpu(tessera_wgpu::DeviceTensor),
+}
+
+impl DeviceTensor {
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            DeviceTensor::Host(t) => t.shape(),
+            #[cfg(feature = "wgpu")]
+            DeviceTensor::Wgpu(t) => t.shape(),
+        }
+    }
+
+    pub fn dtype(&self) -> tessera_core::DType {
+        match self {
+            DeviceTensor::Host(t) => t.dtype(),
+            #[cfg(feature = "wgpu")]
+            DeviceTensor::Wgpu(t) => t.dtype(),
+        }
+    }
+
+    /// The tensor in host memory (a read-back from a device).
+    pub fn to_host(&self) -> Result<Tensor> {
+        match self {
+            DeviceTensor::Host(t) => Ok(t.clone()),
+            #[cfg(feature = "wgpu")]
+            DeviceTensor::Wgpu(t) => t.to_host(),
+        }
+    }
+}
+
+/// [`order_inputs`] for tensors that may be on a device: checked on their shapes and dtypes.
+fn order_device_inputs(
+    info: &ModelInfo,
+    inputs: Vec<(String, DeviceTensor)>,
+) -> Result<Vec<DeviceTensor>> {
+    // Check names, dtypes and shapes with empty stand-ins, then put the real tensors in order.
+    let stand_ins = inputs
+        .iter()
+        .map(|(name, t)| {
+            let shape = t.shape().to_vec();
+            Ok((name.clone(), Tensor::zeros(t.dtype(), shape)?))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    order_inputs(info, stand_ins)?;
+    let mut slots: Vec<Option<DeviceTensor>> = vec![None; info.inputs.len()];
+    for (name, tensor) in inputs {
+        if let Some(ix) = info.input_index(&name) {
+            slots[ix] = Some(tensor);
+        }
+    }
+    slots
+        .into_iter()
+        .map(|s| s.ok_or_else(|| Error::Internal("input missing after checks".into())))
+        .collect()
 }

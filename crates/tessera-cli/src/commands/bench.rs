@@ -21,6 +21,11 @@ struct Report {
     mean_ms: f64,
     min_ms: f64,
     peak_rss_mb: Option<f64>,
+    /// GPU backends: device memory the plan holds, and bytes copied per run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device_memory: Option<tessera::DeviceMemory>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transfers: Option<tessera::Transfers>,
 }
 
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
@@ -35,6 +40,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         .collect();
     session.prepare(inputs.clone())?;
     let load_ms = millis(start.elapsed());
+    let device_memory = session.plan_report(inputs.clone())?.map(|r| r.memory);
 
     let start = Instant::now();
     session.run(inputs.clone())?;
@@ -74,6 +80,8 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         mean_ms: times.iter().sum::<f64>() / times.len() as f64,
         min_ms: times[0],
         peak_rss_mb: peak_rss_mb(),
+        device_memory,
+        transfers: session.last_transfers(),
     };
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
@@ -89,6 +97,27 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         match report.peak_rss_mb {
             Some(mb) => println!("peak RSS: {mb:.1} MB"),
             None => println!("peak RSS: not available on this platform"),
+        }
+        if let Some(m) = &report.device_memory {
+            println!(
+                "peak device memory: {} = arena {} (largest live set {}, {:.2}x) + inputs {} + weights {} + other {}",
+                tessera::plan_mib(m.total()),
+                tessera::plan_mib(m.arena),
+                tessera::plan_mib(m.peak_live),
+                m.arena_ratio(),
+                tessera::plan_mib(m.inputs),
+                tessera::plan_mib(m.constants),
+                tessera::plan_mib(m.other)
+            );
+        }
+        if let Some(t) = &report.transfers {
+            println!(
+                "host<->device per run: {} bytes (inputs {}, outputs {}, fallback {})",
+                t.total(),
+                t.input_bytes,
+                t.output_bytes,
+                t.fallback_bytes
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

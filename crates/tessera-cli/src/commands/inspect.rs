@@ -1,14 +1,18 @@
 //! `tessera inspect MODEL`: the declared interface, the op histogram, and backend support.
 
 use crate::args::InspectArgs;
+use crate::inputs::gather;
 use anyhow::Result;
 use std::process::ExitCode;
-use tessera::{Backend, Model};
+use tessera::{Backend, Model, Session};
 
 /// Per backend: `None` when not compiled in, else each op type and whether it runs there.
 type Support = Vec<(Backend, Option<Vec<(String, bool)>>)>;
 
 pub fn run(args: InspectArgs) -> Result<ExitCode> {
+    if let Some(backend) = args.backend {
+        return placement(&args, backend);
+    }
     let (info, unsupported) = Model::inspect(&args.model)?;
     let support: Support = [Backend::Cpu, Backend::Wgpu, Backend::Cuda]
         .into_iter()
@@ -89,4 +93,55 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `inspect --backend B`: plan the model on B and show where every step runs.
+fn placement(args: &InspectArgs, backend: Backend) -> Result<ExitCode> {
+    let session = Session::builder()
+        .backend(backend)
+        .allow_fallback(args.allow_fallback)
+        .load(&args.model);
+    let session = match session {
+        Ok(session) => session,
+        Err(error @ tessera::Error::UnsupportedOps { .. }) => {
+            println!("{error}");
+            println!("(add --allow-fallback to see the placement with those steps on the host)");
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let inputs: Vec<_> = gather(session.info(), &args.input)?
+        .into_iter()
+        .map(|(n, t, _)| (n, t))
+        .collect();
+    let shapes: Vec<String> = inputs
+        .iter()
+        .map(|(n, t)| format!("{n}: {}{:?}", t.dtype(), t.shape()))
+        .collect();
+    match session.plan_report(inputs) {
+        Ok(Some(report)) => {
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!("model: {}", args.model.display());
+                println!("inputs: {}", shapes.join(", "));
+                print!("{}", report.render());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(None) => {
+            println!(
+                "{}: every op runs on the host ({})",
+                session.backend(),
+                session.backend_choice()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error @ tessera::Error::UnsupportedOps { .. }) => {
+            println!("{error}");
+            println!("(add --allow-fallback to see the placement with those steps on the host)");
+            Ok(ExitCode::FAILURE)
+        }
+        Err(error) => Err(error.into()),
+    }
 }

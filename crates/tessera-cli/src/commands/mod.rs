@@ -2,6 +2,7 @@
 
 mod bench;
 mod check;
+mod compare;
 mod devices;
 mod inspect;
 mod run;
@@ -17,12 +18,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Devices(args) => devices::run(args),
         Command::Check(args) => check::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Compare(args) => compare::run(args),
     }
 }
 
 /// The session builder the engine flags ask for.
 fn builder(engine: &EngineArgs) -> SessionBuilder {
-    let builder = Session::builder().backend(engine.backend);
+    let builder = Session::builder()
+        .backend(engine.backend)
+        .allow_fallback(engine.allow_fallback);
     match engine.threads {
         Some(threads) => builder.threads(threads.into()),
         None => builder,
@@ -38,7 +42,14 @@ fn describe_engine(session: &Session) -> String {
             session.backend_choice(),
             session.threads()
         ),
-        other => format!("{other} ({})", session.backend_choice()),
+        other => format!(
+            "{other} ({}){}",
+            session.backend_choice(),
+            session
+                .device_name()
+                .map(|d| format!(" on {d}"))
+                .unwrap_or_default()
+        ),
     }
 }
 

@@ -174,6 +174,7 @@ pub fn unsupported_ops(
                     op_type: key,
                     first_node: node.name.clone(),
                     count: 0,
+                    reason: None,
                 })
                 .count += 1;
         }

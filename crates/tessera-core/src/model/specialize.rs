@@ -78,6 +78,19 @@ impl Model {
     /// `preferred` first (what worked for an earlier run), then none, then the small
     /// shape-like inputs, then all of them (shape-like first for models with an `If`).
     pub fn lower(&self, inputs: &[Tensor], preferred: Option<&[bool]>) -> Result<Lowered> {
+        self.lower_then(inputs, preferred, |_| Ok(()))
+            .map(|(lowered, ())| lowered)
+    }
+
+    /// Like [`Model::lower`], but a folding only counts as working when `then` also succeeds on
+    /// the lowered graph (a GPU plan needs every shape concrete: a TopK whose `k` is a runtime
+    /// input lowers, but only plans once `k` is folded in).
+    pub fn lower_then<T>(
+        &self,
+        inputs: &[Tensor],
+        preferred: Option<&[bool]>,
+        then: impl Fn(&TypedModel) -> Result<T>,
+    ) -> Result<(Lowered, T)> {
         let none = vec![false; inputs.len()];
         let shape_like: Folding = inputs.iter().map(foldable).collect();
         let all = vec![true; inputs.len()];
@@ -97,8 +110,11 @@ impl Model {
         }
         let mut first_error = None;
         for folding in ladder {
-            match self.lower_with(inputs, &folding) {
-                Ok(typed) => return Ok(Lowered { typed, folding }),
+            match self
+                .lower_with(inputs, &folding)
+                .and_then(|typed| then(&typed).map(|made| (typed, made)))
+            {
+                Ok((typed, made)) => return Ok((Lowered { typed, folding }, made)),
                 Err(e) => {
                     tracing::debug!(?folding, error = %e, "lowering failed");
                     first_error.get_or_insert(e);

@@ -3,22 +3,25 @@
 //! A [`Plan`] is built from tract's decluttered typed model for one input signature (see
 //! [`crate::lower`]): a table of [`Value`]s with concrete shapes and dtypes, the constants a
 //! backend uploads once, the [`Step`]s in execution order (each a [`KernelOp`] with every
-//! parameter concrete), and a [`memory::MemoryPlan`] that maps every intermediate value to a
-//! reusable buffer. Views that move no data (reshape, adding or removing unit axes) are not
+//! parameter concrete), and a [`memory::MemoryPlan`] that gives every intermediate value a byte
+//! offset in one arena, shared by values that never live at the same time. Views that move no data (reshape, adding or removing unit axes) are not
 //! steps: such a value names the value whose buffer it shares in [`Value::alias_of`].
 //!
 //! Files: `kernel.rs` (the op enum), `shapes.rs` (shape rules, used to check plans),
-//! `memory.rs` (liveness and buffer reuse), `placement.rs` (device or host per step).
+//! `memory.rs` (liveness and arena offsets), `placement.rs` (device or host per step).
 
+pub mod host;
 pub mod kernel;
 pub mod memory;
 pub mod placement;
 pub mod reference;
+pub mod report;
 pub mod shapes;
 
 pub use kernel::{BinaryOp, KernelOp, MatLayout, PadMode, ReduceOp, UnaryOp, Window};
 pub use memory::MemoryPlan;
 pub use placement::{Device, Placement, Transfer, TransferDirection};
+pub use report::{DeviceMemory, PlanReport, Trace, Transfers};
 
 use crate::error::UnsupportedOp;
 use crate::{DType, Error, Result, Tensor};
@@ -51,7 +54,7 @@ pub struct Value {
     pub shape: Vec<usize>,
     pub dtype: DType,
     pub role: Role,
-    /// Set for a view: the value whose buffer this one reads (same bytes, other shape).
+    /// Set for a view: the value whose bytes this one reads (same bytes, other shape).
     pub alias_of: Option<ValueId>,
     /// The tract outlet `(node, slot)` this value stands for, when it has one.
     pub outlet: Option<(usize, usize)>,
@@ -79,6 +82,12 @@ impl Value {
 pub struct ConstantData(pub(crate) Arc<tract_onnx::prelude::Tensor>);
 
 impl ConstantData {
+    /// Identifies the tensor behind this constant: plans built from the same model share the
+    /// tensors of unchanged weights, so a backend can upload each weight once per session.
+    pub fn identity(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     /// The constant as a Tessera tensor (tract's shape integers become i64, quantized bytes
     /// plain u8/i8).
     pub fn to_tensor(&self) -> Result<Tensor> {
@@ -153,6 +162,7 @@ impl Plan {
                         op_type: tract_op.clone(),
                         first_node: step.node.clone(),
                         count: 0,
+                        reason: None,
                     })
                     .count += 1;
             }
@@ -208,27 +218,38 @@ impl Plan {
                 )));
             }
         }
-        for step in &self.steps {
-            let inputs = step
-                .inputs
-                .iter()
-                .map(|&id| self.value(id).map(|v| (v.shape.as_slice(), v.dtype)))
-                .collect::<Result<Vec<_>>>()?;
-            let Some(expected) = shapes::output_shapes(&step.op, &inputs)? else {
-                continue;
-            };
-            let actual = step
-                .outputs
-                .iter()
-                .map(|&id| self.value(id).map(|v| (v.shape.clone(), v.dtype)))
-                .collect::<Result<Vec<_>>>()?;
-            if expected != actual {
-                return Err(Error::Internal(format!(
-                    "step '{}' ({}): outputs should be {expected:?}, the graph says {actual:?}",
-                    step.node,
-                    step.op.name()
-                )));
-            }
+        for ix in 0..self.steps.len() {
+            self.validate_step(ix)?;
+        }
+        Ok(())
+    }
+
+    /// Checks one step against the shape rules of its op: its outputs have the shapes and
+    /// dtypes the op makes of its inputs' (nothing to check for [`KernelOp::Opaque`]).
+    pub fn validate_step(&self, index: usize) -> Result<()> {
+        let step = self
+            .steps
+            .get(index)
+            .ok_or_else(|| Error::Internal(format!("plan has no step {index}")))?;
+        let inputs = step
+            .inputs
+            .iter()
+            .map(|&id| self.value(id).map(|v| (v.shape.as_slice(), v.dtype)))
+            .collect::<Result<Vec<_>>>()?;
+        let Some(expected) = shapes::output_shapes(&step.op, &inputs)? else {
+            return Ok(());
+        };
+        let actual = step
+            .outputs
+            .iter()
+            .map(|&id| self.value(id).map(|v| (v.shape.clone(), v.dtype)))
+            .collect::<Result<Vec<_>>>()?;
+        if expected != actual {
+            return Err(Error::Internal(format!(
+                "step '{}' ({}): outputs should be {expected:?}, the graph says {actual:?}",
+                step.node,
+                step.op.name()
+            )));
         }
         Ok(())
     }

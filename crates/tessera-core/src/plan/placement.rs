@@ -8,7 +8,7 @@
 //! ([`Placement::io_transfers`]), since every device backend pays them. Constants are uploaded
 //! once at load and stay readable on both sides.
 
-use super::{KernelOp, Plan, Role, ValueId};
+use super::{KernelOp, Plan, Role, Value, ValueId};
 use crate::error::UnsupportedOp;
 use crate::{Error, Result};
 use std::collections::{BTreeMap, HashSet};
@@ -64,36 +64,54 @@ impl Placement {
     }
 }
 
-/// Places every step of `plan` for `backend`. [`KernelOp::Opaque`] steps never run on a device.
+/// Places every step of `plan` for `backend`. `host_reason(step_index)` says why the backend
+/// cannot run a step (`None`: it can); [`KernelOp::Opaque`] steps never run on a device.
+/// `bytes` is the size of a value on the device (transfers are counted in it).
 pub fn place(
     plan: &Plan,
     backend: &str,
-    supports: &dyn Fn(&KernelOp) -> bool,
+    host_reason: &dyn Fn(usize) -> Option<String>,
     allow_fallback: bool,
+    bytes: &dyn Fn(&Value) -> usize,
 ) -> Result<Placement> {
-    let steps: Vec<Device> = plan
-        .steps
+    let reasons: Vec<Option<String>> =
+        plan.steps
+            .iter()
+            .enumerate()
+            .map(|(ix, s)| match &s.op {
+                KernelOp::Opaque { tract_op } => host_reason(ix)
+                    .or_else(|| Some(format!("{tract_op} is not lowered to a kernel"))),
+                _ => host_reason(ix),
+            })
+            .collect();
+    let steps: Vec<Device> = reasons
         .iter()
-        .map(|s| match &s.op {
-            KernelOp::Opaque { .. } => Device::Host,
-            op if supports(op) => Device::Device,
-            _ => Device::Host,
+        .map(|r| {
+            if r.is_some() {
+                Device::Host
+            } else {
+                Device::Device
+            }
         })
         .collect();
     if !allow_fallback {
-        let mut missing: BTreeMap<String, UnsupportedOp> = BTreeMap::new();
-        for (step, device) in plan.steps.iter().zip(&steps) {
-            if *device == Device::Host {
-                let name = step.op.name();
-                missing
-                    .entry(name.clone())
-                    .or_insert_with(|| UnsupportedOp {
-                        op_type: name,
-                        first_node: step.node.clone(),
-                        count: 0,
-                    })
-                    .count += 1;
-            }
+        let mut missing: BTreeMap<(String, Option<String>), UnsupportedOp> = BTreeMap::new();
+        for (step, reason) in plan.steps.iter().zip(&reasons) {
+            let Some(reason) = reason else { continue };
+            let name = step.op.name();
+            // "no kernel" adds nothing to the op's name; other reasons (dtypes) are kept.
+            let reason = (!reason.starts_with("no ")
+                && !reason.ends_with("not lowered to a kernel"))
+            .then(|| reason.clone());
+            missing
+                .entry((name.clone(), reason.clone()))
+                .or_insert_with(|| UnsupportedOp {
+                    op_type: name,
+                    first_node: step.node.clone(),
+                    count: 0,
+                    reason,
+                })
+                .count += 1;
         }
         if !missing.is_empty() {
             return Err(Error::UnsupportedOps {
@@ -122,7 +140,7 @@ pub fn place(
             }
             let transfer = Transfer {
                 value: root,
-                bytes: plan.value(root)?.bytes(),
+                bytes: bytes(plan.value(root)?),
                 direction: match device {
                     Device::Device => TransferDirection::HostToDevice,
                     Device::Host => TransferDirection::DeviceToHost,
@@ -146,7 +164,7 @@ pub fn place(
         if home[root.0] == Some(Device::Device) && copied.insert((root, Device::Host)) {
             io_transfers.push(Transfer {
                 value: root,
-                bytes: plan.value(root)?.bytes(),
+                bytes: bytes(plan.value(root)?),
                 direction: TransferDirection::DeviceToHost,
                 before_step: plan.steps.len(),
             });
@@ -217,19 +235,25 @@ mod tests {
         }
     }
 
-    fn no_erf(op: &KernelOp) -> bool {
-        !matches!(
-            op,
-            KernelOp::Unary {
-                op: UnaryOp::Erf,
-                ..
-            }
-        )
+    /// A backend without erf.
+    fn no_erf(plan: &Plan) -> impl Fn(usize) -> Option<String> + '_ {
+        |ix| {
+            matches!(
+                plan.steps[ix].op,
+                KernelOp::Unary {
+                    op: UnaryOp::Erf,
+                    ..
+                }
+            )
+            .then(|| "no kernel for Unary.Erf".to_string())
+        }
     }
 
     #[test]
     fn strict_names_every_missing_op() {
-        let Err(Error::UnsupportedOps { backend, ops }) = place(&plan(), "wgpu", &no_erf, false)
+        let plan = plan();
+        let Err(Error::UnsupportedOps { backend, ops }) =
+            place(&plan, "wgpu", &no_erf(&plan), false, &Value::bytes)
         else {
             panic!("expected UnsupportedOps");
         };
@@ -242,7 +266,8 @@ mod tests {
 
     #[test]
     fn fallback_lists_transfers() {
-        let placement = place(&plan(), "wgpu", &no_erf, true).unwrap();
+        let plan = plan();
+        let placement = place(&plan, "wgpu", &no_erf(&plan), true, &Value::bytes).unwrap();
         let (d, h) = (Device::Device, Device::Host);
         assert_eq!(placement.steps, vec![d, h, d, h]);
         let moves: Vec<(usize, TransferDirection)> = placement
@@ -270,7 +295,7 @@ mod tests {
 
     #[test]
     fn everything_on_device() {
-        let placement = place(&plan(), "cuda", &|_| true, false).unwrap();
+        let placement = place(&plan(), "cuda", &|_| None, false, &Value::bytes).unwrap();
         assert!(placement.fallback_transfers.is_empty());
         assert_eq!(placement.io_transfers.len(), 2);
     }

@@ -216,6 +216,13 @@ impl Tensor {
         Tensor::new(shape, T::wrap(values))
     }
 
+    /// A tensor of zeros (false for bool).
+    pub fn zeros(dtype: DType, shape: Vec<usize>) -> Result<Tensor> {
+        let len: usize = shape.iter().product();
+        let bytes = vec![0u8; len * dtype.size_of()];
+        Tensor::from_le_bytes(dtype, shape, &bytes)
+    }
+
     /// A zero-dimensional tensor.
     pub fn scalar<T: Element>(value: T) -> Tensor {
         Tensor {

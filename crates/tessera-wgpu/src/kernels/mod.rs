@@ -143,6 +143,7 @@ pub(crate) fn no_kernel(op: &KernelOp) -> Error {
             op_type: op.name(),
             first_node: String::new(),
             count: 1,
+            reason: None,
         }],
     }
 }
@@ -188,26 +189,6 @@ pub(crate) fn output_len(io: &StepIo) -> usize {
     io.outputs.first().map_or(0, |v| v.len())
 }
 
-/// Prepended to every template.
-const COMMON: &str = include_str!("../../../../shaders/wgsl/common.wgsl");
-
-/// The WGSL source of `shader`: `common.wgsl`, then the template with its `{{KEY}}`
-/// placeholders replaced. A placeholder left without a define is an error.
-pub(crate) fn expand(shader: &Shader) -> Result<String> {
-    let mut body = shader.source.to_string();
-    for (key, value) in &shader.defines {
-        body = body.replace(&format!("{{{{{key}}}}}"), value);
-    }
-    if let Some(at) = body.find("{{") {
-        let name: String = body[at..].chars().take_while(|&c| c != '}').collect();
-        return Err(Error::Internal(format!(
-            "{}: placeholder {name}}}}} has no define",
-            shader.name
-        )));
-    }
-    Ok(format!("{COMMON}\n{body}"))
-}
-
 /// Defines every kernel template is given the same way.
 pub(crate) fn shader(
     name: &'static str,
@@ -219,4 +200,32 @@ pub(crate) fn shader(
         source,
         defines,
     }
+}
+
+/// The prelude of every kernel.
+const COMMON: &str = include_str!("../../../../shaders/wgsl/common.wgsl");
+
+/// The WGSL a [`Shader`] stands for: `common.wgsl`, then the template with its `{{KEY}}`
+/// placeholders replaced. Tensor bindings are written `var<storage, read>` in the templates (to
+/// say what a kernel reads) and compiled as `read_write`: intermediate tensors share one arena
+/// buffer, and WebGPU forbids binding one buffer both read-only and read-write in a dispatch,
+/// while several read-write bindings of it are allowed. `params` (in the prelude) stays
+/// read-only.
+pub(crate) fn expand(shader: &Shader) -> Result<String> {
+    let mut body = shader
+        .source
+        .replace("var<storage, read> ", "var<storage, read_write> ");
+    for (key, value) in &shader.defines {
+        body = body.replace(&format!("{{{{{key}}}}}"), value);
+    }
+    if let Some(at) = body.find("{{") {
+        let rest = &body[at..];
+        let end = rest.find("}}").map_or(rest.len().min(40), |e| e + 2);
+        return Err(Error::Internal(format!(
+            "kernel {}: placeholder {} has no value",
+            shader.name,
+            &rest[..end]
+        )));
+    }
+    Ok(format!("{COMMON}\n{body}"))
 }

@@ -1,13 +1,16 @@
 //! A reference interpreter: runs a [`Plan`] on the host, naively, to check the lowering
 //! numerically and to give GPU kernels something to compare with.
 //!
-//! Every value gets its own host buffer (the memory plan's buffer reuse is ignored); a buffer is
-//! dropped after the last step that reads it. A view ([`super::Value::alias_of`]) reads its
+//! Every value gets its own host buffer (the memory plan's arena is ignored); a buffer is
+//! dropped after the last step that reads it ([`execute`]) or kept ([`execute_traced`], which
+//! returns every value for debugging). A view ([`super::Value::alias_of`]) reads its
 //! source's buffer with its own shape. Float kernels compute in the plan's type (f16 through
 //! f32; transcendental functions through f64, rounded back), integer kernels exactly (through
 //! i128, wrapping into the element type). [`KernelOp::Opaque`] steps are an error.
+//! [`execute_step`] runs a single step on host tensors: a GPU backend's host fallback.
 //!
-//! The plan is validated first ([`Plan::validate`]), so the index arithmetic of each kernel is in
+//! The plan is validated first ([`Plan::validate`]; [`execute_step`]: that step only,
+//! [`Plan::validate_step`]), so the index arithmetic of each kernel is in
 //! range by construction; indices that come from data (`Gather`) are checked. Matrix products
 //! (MatMul, and Conv / ConvTranspose through im2col / col2im) go through `ndarray`'s
 //! `general_mat_mul`, which an unoptimised build still compiles optimised (dependencies are
@@ -56,6 +59,95 @@ impl Arg<'_> {
 /// Runs `plan` on `inputs` (the runtime inputs, in [`Plan::inputs`] order) and returns its
 /// outputs in [`Plan::outputs`] order.
 pub fn execute(plan: &Plan, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+    let slots = run(plan, inputs, false)?;
+    plan.outputs
+        .iter()
+        .map(|&id| {
+            let value = plan.value(id)?;
+            let data = slots[plan.root(id)?.0]
+                .clone()
+                .ok_or_else(|| fail(format!("output '{}' was never written", value.name)))?;
+            Tensor::new(value.shape.clone(), data)
+        })
+        .collect()
+}
+
+/// Runs `plan` on `inputs` like [`execute`], keeping every value: the result has one entry per
+/// [`Plan::values`] (indexed by [`super::ValueId`]), with the runtime inputs, the constants,
+/// every step's outputs and every view (shaped as the view, its data copied from its source).
+/// An entry is `None` only for a value that nothing computes. Meant for debugging: compare a
+/// backend's intermediate values with these, step by step. Every value is held at once, so it
+/// needs [`super::MemoryPlan::naive_bytes`] of host memory and more.
+pub fn execute_traced(plan: &Plan, inputs: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
+    let mut slots = run(plan, inputs, true)?;
+    let mut trace: Vec<Option<Tensor>> = vec![None; plan.values.len()];
+    // Views first: they copy their source's data, which the source then moves into its entry.
+    for (ix, value) in plan.values.iter().enumerate() {
+        if value.alias_of.is_some()
+            && let Some(data) = &slots[plan.root(value.id)?.0]
+        {
+            trace[ix] = Some(Tensor::new(value.shape.clone(), data.clone())?);
+        }
+    }
+    for (ix, value) in plan.values.iter().enumerate() {
+        if value.alias_of.is_none()
+            && let Some(data) = slots[ix].take()
+        {
+            trace[ix] = Some(Tensor::new(value.shape.clone(), data)?);
+        }
+    }
+    Ok(trace)
+}
+
+/// Runs step `step_index` of `plan` alone on host tensors, for a backend that falls back to the
+/// host for a step it cannot run (or to check one kernel): `inputs` are the step's inputs in
+/// [`Step::inputs`] order, each with the dtype and element count of its value (the shape is the
+/// plan's: a tensor read back flat, or a view's source, is taken as is). Returns the step's
+/// outputs, shaped as the plan says. The step is checked against its op's shape rules
+/// ([`Plan::validate_step`]), not the whole plan; [`KernelOp::Opaque`] steps are an error.
+pub fn execute_step(plan: &Plan, step_index: usize, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+    plan.validate_step(step_index)?;
+    let step = &plan.steps[step_index];
+    if inputs.len() != step.inputs.len() {
+        return Err(Error::InputMismatch(format!(
+            "step '{}' ({}) takes {} inputs, got {}",
+            step.node,
+            step.op.name(),
+            step.inputs.len(),
+            inputs.len()
+        )));
+    }
+    let mut args = Vec::with_capacity(inputs.len());
+    for (k, (&id, tensor)) in step.inputs.iter().zip(inputs).enumerate() {
+        let value = plan.value(id)?;
+        if tensor.dtype() != value.dtype || tensor.len() != value.len() {
+            return Err(Error::InputMismatch(format!(
+                "input {k} of step '{}' ('{}') should be {}{:?}, got {}{:?}",
+                step.node,
+                value.name,
+                value.dtype,
+                value.shape,
+                tensor.dtype(),
+                tensor.shape()
+            )));
+        }
+        args.push(Arg {
+            shape: &value.shape,
+            data: tensor.data(),
+        });
+    }
+    let results = run_planned(plan, step, &args)?;
+    step.outputs
+        .iter()
+        .zip(results)
+        .map(|(&id, data)| Tensor::new(plan.value(id)?.shape.clone(), data))
+        .collect()
+}
+
+/// Runs every step of `plan` on `inputs`; returns the data of every value that owns its bytes
+/// (views: `None`, read their root's), indexed by value id. Unless `keep_all`, a value's data is
+/// dropped after the last step that reads it (inputs, constants and outputs are kept).
+fn run(plan: &Plan, inputs: &[Tensor], keep_all: bool) -> Result<Vec<Option<TensorData>>> {
     plan.validate()?;
     if inputs.len() != plan.inputs.len() {
         return Err(Error::InputMismatch(format!(
@@ -97,13 +189,15 @@ pub fn execute(plan: &Plan, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
 
     // The last step reading each buffer (outputs are kept to the end).
     let mut last_use = vec![None; plan.values.len()];
-    for (ix, step) in plan.steps.iter().enumerate() {
-        for &id in &step.inputs {
-            last_use[plan.root(id)?.0] = Some(ix);
+    if !keep_all {
+        for (ix, step) in plan.steps.iter().enumerate() {
+            for &id in &step.inputs {
+                last_use[plan.root(id)?.0] = Some(ix);
+            }
         }
-    }
-    for &id in &plan.outputs {
-        last_use[plan.root(id)?.0] = None;
+        for &id in &plan.outputs {
+            last_use[plan.root(id)?.0] = None;
+        }
     }
 
     for (ix, step) in plan.steps.iter().enumerate() {
@@ -132,41 +226,9 @@ pub fn execute(plan: &Plan, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
                     data,
                 });
             }
-            let outputs = step
-                .outputs
-                .iter()
-                .map(|&id| plan.value(id).map(|v| (v.shape.as_slice(), v.dtype)))
-                .collect::<Result<Vec<_>>>()?;
-            run_step(step, &args, &outputs).map_err(|e| match e {
-                Error::Run { message, .. } => fail(format!(
-                    "step '{}' ({}): {message}",
-                    step.node,
-                    step.op.name()
-                )),
-                other => other,
-            })?
+            run_planned(plan, step, &args)?
         };
-        if results.len() != step.outputs.len() {
-            return Err(fail(format!(
-                "step '{}' made {} outputs, the plan has {}",
-                step.node,
-                results.len(),
-                step.outputs.len()
-            )));
-        }
         for (&id, data) in step.outputs.iter().zip(results) {
-            let value = plan.value(id)?;
-            if data.dtype() != value.dtype || data.len() != value.len() {
-                return Err(fail(format!(
-                    "step '{}' wrote {} {} elements into '{}' ({}{:?})",
-                    step.node,
-                    data.len(),
-                    data.dtype(),
-                    value.name,
-                    value.dtype,
-                    value.shape
-                )));
-            }
             slots[plan.root(id)?.0] = Some(data);
         }
         for &id in &step.inputs {
@@ -177,17 +239,48 @@ pub fn execute(plan: &Plan, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
             }
         }
     }
+    Ok(slots)
+}
 
-    plan.outputs
+/// Runs `step` of `plan` on `args` (its inputs, checked against the plan) and checks that it
+/// made the outputs the plan says, in number, dtype and element count.
+fn run_planned(plan: &Plan, step: &Step, args: &[Arg]) -> Result<Vec<TensorData>> {
+    let outputs = step
+        .outputs
         .iter()
-        .map(|&id| {
-            let value = plan.value(id)?;
-            let data = slots[plan.root(id)?.0]
-                .clone()
-                .ok_or_else(|| fail(format!("output '{}' was never written", value.name)))?;
-            Tensor::new(value.shape.clone(), data)
-        })
-        .collect()
+        .map(|&id| plan.value(id).map(|v| (v.shape.as_slice(), v.dtype)))
+        .collect::<Result<Vec<_>>>()?;
+    let results = run_step(step, args, &outputs).map_err(|e| match e {
+        Error::Run { message, .. } => fail(format!(
+            "step '{}' ({}): {message}",
+            step.node,
+            step.op.name()
+        )),
+        other => other,
+    })?;
+    if results.len() != step.outputs.len() {
+        return Err(fail(format!(
+            "step '{}' made {} outputs, the plan has {}",
+            step.node,
+            results.len(),
+            step.outputs.len()
+        )));
+    }
+    for (&id, data) in step.outputs.iter().zip(&results) {
+        let value = plan.value(id)?;
+        if data.dtype() != value.dtype || data.len() != value.len() {
+            return Err(fail(format!(
+                "step '{}' wrote {} {} elements into '{}' ({}{:?})",
+                step.node,
+                data.len(),
+                data.dtype(),
+                value.name,
+                value.dtype,
+                value.shape
+            )));
+        }
+    }
+    Ok(results)
 }
 
 /// Runs one step. `outputs` are the shapes and dtypes the plan gives its outputs.

@@ -542,3 +542,184 @@ fn conv_transpose_weights_are_output_major_with_groups() {
     );
     close(&f32s(&out[0]), &[3.0, 30.0, 500.0, 5000.0]);
 }
+
+mod whole_plans {
+    //! `execute`, `execute_traced` and `execute_step` on a small hand-made plan.
+
+    use super::*;
+    use crate::plan::{MemoryPlan, UnaryOp, Value, ValueId};
+
+    fn value(id: usize, shape: &[usize], role: Role, alias_of: Option<usize>) -> Value {
+        Value {
+            id: ValueId(id),
+            name: format!("v{id}"),
+            shape: shape.to_vec(),
+            dtype: DType::F32,
+            role,
+            alias_of: alias_of.map(ValueId),
+            outlet: None,
+        }
+    }
+
+    fn plan_step(op: KernelOp, inputs: &[usize], outputs: &[usize]) -> Step {
+        Step {
+            node: format!("s{}", outputs[0]),
+            op,
+            inputs: inputs.iter().copied().map(ValueId).collect(),
+            outputs: outputs.iter().copied().map(ValueId).collect(),
+        }
+    }
+
+    fn unary(op: UnaryOp) -> KernelOp {
+        KernelOp::Unary {
+            op,
+            dtype: DType::F32,
+            out_dtype: DType::F32,
+        }
+    }
+
+    /// x [2, 3] -> a = exp(x); b = a viewed as [6]; c = -b (output 0);
+    /// d = x + a (output 1); e = d viewed as [3, 2] (output 2).
+    fn plan() -> Plan {
+        let values = vec![
+            value(0, &[2, 3], Role::Input(0), None),
+            value(1, &[2, 3], Role::Intermediate, None),
+            value(2, &[6], Role::Intermediate, Some(1)),
+            value(3, &[6], Role::Output(0), None),
+            value(4, &[2, 3], Role::Output(1), None),
+            value(5, &[3, 2], Role::Output(2), Some(4)),
+        ];
+        let steps = vec![
+            plan_step(unary(UnaryOp::Exp), &[0], &[1]),
+            plan_step(unary(UnaryOp::Neg), &[2], &[3]),
+            plan_step(
+                KernelOp::Binary {
+                    op: BinaryOp::Add,
+                    dtype: DType::F32,
+                    a_shape: vec![2, 3],
+                    b_shape: vec![2, 3],
+                    out_shape: vec![2, 3],
+                },
+                &[0, 1],
+                &[4],
+            ),
+        ];
+        let outputs = vec![ValueId(3), ValueId(4), ValueId(5)];
+        let memory = MemoryPlan::build(&values, &steps, &outputs).unwrap();
+        Plan {
+            values,
+            constants: vec![],
+            steps,
+            inputs: vec![ValueId(0)],
+            outputs,
+            memory,
+        }
+    }
+
+    fn x() -> Tensor {
+        Tensor::from_vec(vec![2, 3], vec![0.0f32, 1.0, -1.0, 0.5, 2.0, -2.0]).unwrap()
+    }
+
+    fn values(t: &Tensor) -> Vec<f32> {
+        t.as_slice::<f32>().unwrap().to_vec()
+    }
+
+    #[test]
+    fn traced_holds_every_value_shaped_as_the_plan() {
+        let plan = plan();
+        let trace = execute_traced(&plan, &[x()]).unwrap();
+        assert_eq!(trace.len(), plan.values.len());
+        let trace: Vec<Tensor> = trace.into_iter().map(Option::unwrap).collect();
+        for (t, v) in trace.iter().zip(&plan.values) {
+            assert_eq!(t.shape(), v.shape.as_slice(), "{}", v.name);
+        }
+        let xs = values(&x());
+        let exp: Vec<f32> = xs.iter().map(|v| v.exp()).collect();
+        assert_eq!(trace[0], x());
+        close(&values(&trace[1]), &exp);
+        // The view holds its source's elements with its own shape.
+        assert_eq!(values(&trace[2]), values(&trace[1]));
+        let neg: Vec<f32> = exp.iter().map(|v| -v).collect();
+        close(&values(&trace[3]), &neg);
+        let sum: Vec<f32> = xs.iter().zip(&exp).map(|(a, b)| a + b).collect();
+        close(&values(&trace[4]), &sum);
+        assert_eq!(values(&trace[5]), values(&trace[4]));
+
+        // `execute` returns the same outputs.
+        let outputs = execute(&plan, &[x()]).unwrap();
+        let traced: Vec<Tensor> = plan.outputs.iter().map(|o| trace[o.0].clone()).collect();
+        assert_eq!(outputs, traced);
+    }
+
+    #[test]
+    fn each_step_alone_matches_the_whole_run() {
+        let plan = plan();
+        let trace = execute_traced(&plan, &[x()]).unwrap();
+        for (ix, step) in plan.steps.iter().enumerate() {
+            let inputs: Vec<&Tensor> = step
+                .inputs
+                .iter()
+                .map(|id| trace[id.0].as_ref().unwrap())
+                .collect();
+            let outputs = execute_step(&plan, ix, &inputs).unwrap();
+            let expected: Vec<Tensor> = step
+                .outputs
+                .iter()
+                .map(|id| trace[id.0].clone().unwrap())
+                .collect();
+            assert_eq!(outputs, expected, "step {ix}");
+        }
+    }
+
+    #[test]
+    fn step_inputs_are_taken_by_element_count() {
+        // Step 1 reads the view b [6]; a tensor of a's shape [2, 3] (or flat) will do.
+        let plan = plan();
+        let a = Tensor::from_vec(vec![2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+        let out = execute_step(&plan, 1, &[&a]).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].shape(), &[6]);
+        assert_eq!(values(&out[0]), vec![-1.0, -2.0, -3.0, -4.0, -5.0, -6.0]);
+    }
+
+    #[test]
+    fn step_errors() {
+        let plan = plan();
+        let x = x();
+        // Wrong number of inputs, wrong dtype, wrong element count, no such step.
+        assert!(matches!(
+            execute_step(&plan, 2, &[&x]),
+            Err(Error::InputMismatch(_))
+        ));
+        let ints = Tensor::from_vec(vec![2, 3], vec![0i32; 6]).unwrap();
+        assert!(matches!(
+            execute_step(&plan, 0, &[&ints]),
+            Err(Error::InputMismatch(_))
+        ));
+        let short = Tensor::from_vec(vec![5], vec![0f32; 5]).unwrap();
+        assert!(matches!(
+            execute_step(&plan, 0, &[&short]),
+            Err(Error::InputMismatch(_))
+        ));
+        assert!(execute_step(&plan, 3, &[&x]).is_err());
+        // An opaque step names tract's op.
+        let mut opaque = plan.clone();
+        opaque.steps[0].op = KernelOp::Opaque {
+            tract_op: "Scan".into(),
+        };
+        let err = execute_step(&opaque, 0, &[&x]).unwrap_err();
+        assert!(err.to_string().contains("Scan"), "{err}");
+        // A step whose outputs contradict its op is refused before running.
+        let mut wrong = plan;
+        wrong.values[1].shape = vec![3, 2];
+        assert!(execute_step(&wrong, 0, &[&x]).is_err());
+    }
+
+    #[test]
+    fn traced_checks_inputs_like_execute() {
+        let plan = plan();
+        assert!(execute_traced(&plan, &[]).is_err());
+        let flat = Tensor::from_vec(vec![6], vec![0f32; 6]).unwrap();
+        assert!(execute_traced(&plan, &[flat]).is_err());
+    }
+}

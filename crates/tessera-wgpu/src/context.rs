@@ -1,0 +1,211 @@
+//! The process-wide wgpu device, and the kernel pipelines compiled on it.
+//!
+//! Opening a device is slow (drivers load, lavapipe starts LLVM), so one device is opened per
+//! process on first use and shared by every session; pipelines are compiled once per shader and
+//! defines, whatever session asks.
+
+use crate::kernels::{self, Shader};
+use crate::probe::AdapterSummary;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use tessera_core::{Error, Result};
+
+/// A device, its queue, and the pipeline cache.
+pub struct GpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub limits: wgpu::Limits,
+    pub adapter: AdapterSummary,
+    pipelines: Mutex<HashMap<PipelineKey, Arc<Pipeline>>>,
+    layouts: Mutex<HashMap<usize, Arc<wgpu::BindGroupLayout>>>,
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuContext")
+            .field("adapter", &self.adapter)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct PipelineKey {
+    name: &'static str,
+    defines: Vec<(&'static str, String)>,
+    bindings: usize,
+}
+
+/// A compiled kernel and the layout of its bind group.
+#[derive(Debug)]
+pub struct Pipeline {
+    pub pipeline: wgpu::ComputePipeline,
+    pub layout: Arc<wgpu::BindGroupLayout>,
+}
+
+/// The shared context, opened on first use. Errors say why no device could be opened.
+pub fn context() -> Result<Arc<GpuContext>> {
+    static CONTEXT: OnceLock<std::result::Result<Arc<GpuContext>, String>> = OnceLock::new();
+    CONTEXT
+        .get_or_init(|| {
+            std::panic::catch_unwind(|| pollster::block_on(open()))
+                .unwrap_or_else(|_| Err("opening the wgpu device panicked inside wgpu".into()))
+                .map(Arc::new)
+        })
+        .clone()
+        .map_err(|reason| Error::BackendUnavailable {
+            backend: "wgpu".into(),
+            reason,
+            available: vec![],
+        })
+}
+
+async fn open() -> std::result::Result<GpuContext, String> {
+    let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+    descriptor.backends &= wgpu::Backends::PRIMARY;
+    let instance = wgpu::Instance::new(descriptor);
+    let adapter = instance
+        .request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            force_fallback_adapter: false,
+            compatible_surface: None,
+            apply_limit_buckets: false,
+        })
+        .await
+        .map_err(|e| format!("{e}; {}", crate::probe::why_no_adapter()))?;
+    let info = adapter.get_info();
+    let summary = AdapterSummary {
+        name: info.name.clone(),
+        api: format!("{:?}", info.backend),
+        device_type: format!("{:?}", info.device_type),
+        driver: format!("{} {}", info.driver, info.driver_info)
+            .trim()
+            .to_string(),
+    };
+    // Ask for everything the adapter offers: large models need large storage bindings.
+    let limits = adapter.limits();
+    let (device, queue) = adapter
+        .request_device(&wgpu::DeviceDescriptor {
+            label: Some("tessera"),
+            required_features: wgpu::Features::empty(),
+            required_limits: limits.clone(),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| format!("{summary}: could not open a device: {e}"))?;
+    // wgpu's default handler panics; errors are caught with error scopes where they happen,
+    // and anything else is logged rather than taking the process down.
+    device.on_uncaptured_error(Arc::new(|error| {
+        tracing::error!(%error, "uncaptured wgpu error");
+    }));
+    tracing::debug!(adapter = %summary, "wgpu device opened");
+    Ok(GpuContext {
+        device,
+        queue,
+        limits,
+        adapter: summary,
+        pipelines: Mutex::new(HashMap::new()),
+        layouts: Mutex::new(HashMap::new()),
+    })
+}
+
+impl GpuContext {
+    /// The pipeline for `shader` with `bindings` tensor bindings (after `params`), compiled on
+    /// first use. Compilation errors are returned, not logged.
+    pub fn pipeline(&self, shader: &Shader, bindings: usize) -> Result<Arc<Pipeline>> {
+        let key = PipelineKey {
+            name: shader.name,
+            defines: shader.defines.clone(),
+            bindings,
+        };
+        if let Some(found) = self.pipelines.lock().map_err(poisoned)?.get(&key) {
+            return Ok(found.clone());
+        }
+        let source = kernels::expand(shader)?;
+        let layout = self.layout(bindings)?;
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(shader.name),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+        let pipeline_layout = self
+            .device
+            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some(shader.name),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(shader.name),
+                layout: Some(&pipeline_layout),
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        if let Some(error) = pollster::block_on(scope.pop()) {
+            return Err(Error::Prepare {
+                backend: "wgpu".into(),
+                message: format!(
+                    "kernel {} ({:?}) does not compile: {error}",
+                    shader.name, shader.defines
+                ),
+            });
+        }
+        let compiled = Arc::new(Pipeline { pipeline, layout });
+        self.pipelines
+            .lock()
+            .map_err(poisoned)?
+            .insert(key, compiled.clone());
+        Ok(compiled)
+    }
+
+    /// Binding 0: read-only params; 1..=bindings: read-write tensors (see [`kernels::expand`]).
+    fn layout(&self, bindings: usize) -> Result<Arc<wgpu::BindGroupLayout>> {
+        let mut layouts = self.layouts.lock().map_err(poisoned)?;
+        if let Some(found) = layouts.get(&bindings) {
+            return Ok(found.clone());
+        }
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..=bindings)
+            .map(|binding| wgpu::BindGroupLayoutEntry {
+                binding: binding as u32,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Storage {
+                        read_only: binding == 0,
+                    },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            })
+            .collect();
+        let layout = Arc::new(self.device.create_bind_group_layout(
+            &wgpu::BindGroupLayoutDescriptor {
+                label: Some("tessera kernel"),
+                entries: &entries,
+            },
+        ));
+        layouts.insert(bindings, layout.clone());
+        Ok(layout)
+    }
+
+    /// Waits for submitted work (native); in browsers the event loop drives it.
+    pub fn wait(&self) -> Result<()> {
+        #[cfg(not(target_arch = "wasm32"))]
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Run {
+                backend: "wgpu".into(),
+                message: format!("waiting for the device: {e}"),
+            })?;
+        Ok(())
+    }
+}
+
+fn poisoned<T>(_: std::sync::PoisonError<T>) -> Error {
+    Error::Internal("a wgpu cache lock was poisoned by an earlier panic".into())
+}
