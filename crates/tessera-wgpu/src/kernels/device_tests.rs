@@ -20,10 +20,12 @@ fn device() -> Option<&'static (wgpu::Device, wgpu::Queue)> {
             let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
             descriptor.backends &= wgpu::Backends::PRIMARY;
             let instance = wgpu::Instance::new(descriptor);
-            let adapter = pollster::block_on(
-                instance.request_adapter(&wgpu::RequestAdapterOptions::default()),
-            )
-            .ok()?;
+            // A GPU when there is one, else lavapipe.
+            let options = wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            };
+            let adapter = pollster::block_on(instance.request_adapter(&options)).ok()?;
             eprintln!("kernel tests on {:?}", adapter.get_info().name);
             pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default())).ok()
         })
