@@ -254,19 +254,14 @@ fn unavailable_backends_say_why_and_list_alternatives() {
     let model = example().join("model.onnx");
     let output = tessera(&["run", model.to_str().unwrap(), "--backend", "cuda"]);
     assert_clean_failure(&output, "backend 'cuda' is not available: not compiled in");
-    assert_clean_failure(&output, "Available backends: cpu");
-    // wgpu is compiled in and finds lavapipe, but refuses plainly rather than falling back.
-    let output = tessera(&["run", model.to_str().unwrap(), "--backend", "wgpu"]);
-    assert_clean_failure(
-        &output,
-        "backend 'wgpu' is not available: 1 adapter(s) found, but the wgpu backend does not run models yet",
-    );
-    assert_clean_failure(&output, "Available backends: cpu");
+    assert_clean_failure(&output, "Available backends: wgpu, cpu");
+    // wgpu only has lavapipe here (a CPU emulating a GPU): auto says so and picks cpu.
     let output = tessera(&["run", model.to_str().unwrap(), "--backend", "auto"]);
+    let (stdout, _) = text(&output);
+    assert!(output.status.success(), "{stdout}");
     assert!(
-        text(&output).0.contains("auto picked cpu"),
-        "{}",
-        text(&output).0
+        stdout.contains("auto picked cpu") && stdout.contains("software only"),
+        "{stdout}"
     );
 }
 

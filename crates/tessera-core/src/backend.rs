@@ -66,6 +66,10 @@ pub struct BackendStatus {
     pub detail: String,
     /// Devices it found (adapter names, GPU names, CPU description).
     pub devices: Vec<String>,
+    /// It only has a software emulation of its device (e.g. Mesa's lavapipe for wgpu): usable
+    /// when asked for by name, but `auto` prefers the next backend.
+    #[serde(default)]
+    pub software_only: bool,
 }
 
 impl BackendStatus {
@@ -77,6 +81,7 @@ impl BackendStatus {
             available: false,
             detail: format!("not compiled in (build with the `{feature}` cargo feature)"),
             devices: vec![],
+            software_only: false,
         }
     }
 }

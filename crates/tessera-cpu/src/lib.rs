@@ -60,6 +60,7 @@ pub fn status() -> BackendStatus {
             default_threads()
         ),
         devices: vec![cpu_name()],
+        software_only: false,
     }
 }
 

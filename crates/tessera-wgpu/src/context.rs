@@ -60,10 +60,7 @@ pub fn context() -> Result<Arc<GpuContext>> {
 }
 
 async fn open() -> std::result::Result<GpuContext, String> {
-    let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
-    descriptor.backends &= wgpu::Backends::PRIMARY;
-    let instance = wgpu::Instance::new(descriptor);
-    let adapter = instance
+    let adapter = crate::probe::instance()
         .request_adapter(&wgpu::RequestAdapterOptions {
             power_preference: wgpu::PowerPreference::HighPerformance,
             force_fallback_adapter: false,

@@ -250,8 +250,10 @@ impl Compiled {
             .flat_map(|(s, _)| s.inputs.iter().copied())
             .collect();
         for constant in &plan.constants {
+            // Constant outputs go up too, for runs that leave their outputs on the device.
             let used = device_reads
                 .iter()
+                .chain(&plan.outputs)
                 .any(|&id| plan.root(id).ok() == Some(constant.value));
             if used && plan.value(constant.value)?.len() > 0 {
                 let buffer = weights(constant)?;

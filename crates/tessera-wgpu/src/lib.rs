@@ -28,19 +28,31 @@ use tessera_core::{Backend, BackendStatus};
 /// Whether wgpu can be used here, with the adapters found or the reason none was.
 pub fn status() -> BackendStatus {
     match adapters() {
-        Ok(found) if !found.is_empty() => BackendStatus {
-            backend: Backend::Wgpu,
-            compiled_in: true,
-            available: true,
-            detail: format!("{} adapter(s) found", found.len()),
-            devices: found.iter().map(ToString::to_string).collect(),
-        },
+        Ok(found) if !found.is_empty() => {
+            let software_only = found.iter().all(|a| a.device_type == "Cpu");
+            BackendStatus {
+                backend: Backend::Wgpu,
+                compiled_in: true,
+                available: true,
+                detail: if software_only {
+                    format!(
+                        "{} adapter(s) found, software only (a CPU emulating a GPU: right answers, slowly)",
+                        found.len()
+                    )
+                } else {
+                    format!("{} adapter(s) found", found.len())
+                },
+                devices: found.iter().map(ToString::to_string).collect(),
+                software_only,
+            }
+        }
         Ok(_) => BackendStatus {
             backend: Backend::Wgpu,
             compiled_in: true,
             available: false,
             detail: probe::why_no_adapter(),
             devices: vec![],
+            software_only: false,
         },
         Err(reason) => BackendStatus {
             backend: Backend::Wgpu,
@@ -48,6 +60,7 @@ pub fn status() -> BackendStatus {
             available: false,
             detail: reason,
             devices: vec![],
+            software_only: false,
         },
     }
 }

@@ -34,13 +34,21 @@ pub fn adapters() -> Result<Vec<AdapterSummary>, String> {
     PROBED.get_or_init(probe).clone()
 }
 
-fn probe() -> Result<Vec<AdapterSummary>, String> {
-    let found = std::panic::catch_unwind(|| {
+/// The process's wgpu instance: one for probing and for opening the device (each instance
+/// makes drivers load, and some print to stderr every time).
+pub(crate) fn instance() -> &'static wgpu::Instance {
+    static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
+    INSTANCE.get_or_init(|| {
         let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
         // Compute needs Vulkan, Metal, DX12 or WebGPU; probing GL only prints EGL noise.
         descriptor.backends &= wgpu::Backends::PRIMARY;
-        let instance = wgpu::Instance::new(descriptor);
-        pollster::block_on(instance.enumerate_adapters(wgpu::Backends::PRIMARY))
+        wgpu::Instance::new(descriptor)
+    })
+}
+
+fn probe() -> Result<Vec<AdapterSummary>, String> {
+    let found = std::panic::catch_unwind(|| {
+        pollster::block_on(instance().enumerate_adapters(wgpu::Backends::PRIMARY))
     })
     .map_err(|_| "probing for wgpu adapters failed inside wgpu (a driver crashed?)".to_string())?;
     Ok(found

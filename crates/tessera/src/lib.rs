@@ -69,8 +69,10 @@ pub fn resolve_backend(requested: Backend) -> Result<(Backend, String)> {
         .collect();
     if requested == Backend::Auto {
         let mut skipped = Vec::new();
+        // A software-only GPU backend (lavapipe) is slower than the cpu backend: auto skips it.
+        let usable = |s: &BackendStatus| s.available && !s.software_only;
         for status in &statuses {
-            if status.available {
+            if usable(status) {
                 let why = if skipped.is_empty() {
                     format!(
                         "auto picked {}: the best backend, and available",
@@ -81,7 +83,17 @@ pub fn resolve_backend(requested: Backend) -> Result<(Backend, String)> {
                 };
                 return Ok((status.backend, why));
             }
-            skipped.push(format!("{} {}", status.backend, status.detail));
+            skipped.push(if status.available {
+                format!("{}: {}", status.backend, status.detail)
+            } else {
+                format!("{} {}", status.backend, status.detail)
+            });
+        }
+        if let Some(status) = statuses.iter().find(|s| s.available) {
+            return Ok((
+                status.backend,
+                format!("auto picked {}: {}", status.backend, skipped.join("; ")),
+            ));
         }
         return Err(Error::BackendUnavailable {
             backend: "auto".into(),

@@ -25,7 +25,7 @@ use super::{Step, Value, ValueId};
 use crate::{Error, Result};
 
 /// Where every planned value lives in the arena, and what that costs.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct MemoryPlan {
     /// Every offset (and every planned value's reserved size) is a multiple of this.
     pub alignment: usize,
@@ -33,7 +33,7 @@ pub struct MemoryPlan {
     /// constants and views of them.
     pub offset_of: Vec<Option<usize>>,
     /// Per value: its size in bytes as the plan was built (the size function's answer, before
-    /// padding to the alignment), for views too; 0 for inputs and constants.
+    /// padding to the alignment), for views too; 0 for inputs, constants and views of them.
     pub bytes_of: Vec<usize>,
     /// Per value placed in the arena (not views): `(first step, last step)` of its life, both
     /// inclusive; outputs end at `steps.len()`.
@@ -44,6 +44,21 @@ pub struct MemoryPlan {
     pub planned_bytes: usize,
     /// Bytes if every value produced by a step had its own buffer (the sum of their sizes).
     pub naive_bytes: usize,
+}
+
+impl Default for MemoryPlan {
+    /// The plan of no value, with [`MemoryPlan::DEFAULT_ALIGNMENT`].
+    fn default() -> Self {
+        MemoryPlan {
+            alignment: MemoryPlan::DEFAULT_ALIGNMENT,
+            offset_of: vec![],
+            bytes_of: vec![],
+            lifetime: vec![],
+            peak_live_bytes: 0,
+            planned_bytes: 0,
+            naive_bytes: 0,
+        }
+    }
 }
 
 /// A value placed in the arena.

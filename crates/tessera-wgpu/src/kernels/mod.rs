@@ -20,8 +20,14 @@
 //! goes in `params`, never in a define.
 
 #[cfg(test)]
+mod compute_tests;
+mod conv;
+#[cfg(test)]
 mod device_tests;
 mod elementwise;
+mod matmul;
+mod pool;
+mod reduce;
 mod shape;
 #[cfg(test)]
 mod tests;
@@ -117,6 +123,14 @@ pub(crate) fn unsupported_reason(op: &KernelOp, io: &StepIo) -> Option<String> {
 /// The dispatches for one step. An op without a kernel is `Err(UnsupportedOps)`.
 pub(crate) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
     match op {
+        KernelOp::MatMul { .. } => matmul::encode(op, io),
+        KernelOp::Conv { .. } | KernelOp::ConvTranspose { .. } => conv::encode(op, io),
+        KernelOp::MaxPool { .. } | KernelOp::SumPool { .. } => pool::encode(op, io),
+        KernelOp::Reduce { .. }
+        | KernelOp::Softmax { .. }
+        | KernelOp::RmsNorm { .. }
+        | KernelOp::Lrn { .. }
+        | KernelOp::LstmEpilogue { .. } => reduce::encode(op, io),
         KernelOp::Unary { .. }
         | KernelOp::Binary { .. }
         | KernelOp::Select { .. }
