@@ -5,6 +5,7 @@
 //! the output back), written for these tests only.
 
 use super::{Grid, Kernel, Operand, StepIo, encode, expand};
+use crate::repr;
 use std::sync::OnceLock;
 use tessera_core::plan::{
     KernelOp, MemoryPlan, PadMode, Plan, Role, ScatterReduction, Step, Value, ValueId, reference,
@@ -20,57 +21,35 @@ fn device() -> Option<&'static (wgpu::Device, wgpu::Queue)> {
             let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
             descriptor.backends &= wgpu::Backends::PRIMARY;
             let instance = wgpu::Instance::new(descriptor);
-            let adapter = pollster::block_on(
-                instance.request_adapter(&wgpu::RequestAdapterOptions::default()),
-            )
-            .ok()?;
+            // A GPU when there is one, else lavapipe.
+            let options = wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            };
+            let adapter = pollster::block_on(instance.request_adapter(&options)).ok()?;
             eprintln!("kernel tests on {:?}", adapter.get_info().name);
             pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default())).ok()
         })
         .as_ref()
 }
 
-/// The device words of a tensor, as the runtime uploads them (i64 saturated to i32).
+/// The device words of a tensor, as the runtime uploads constants (i64 saturated to i32).
 fn to_words(data: &TensorData) -> Vec<u32> {
-    match data {
-        TensorData::F32(v) => v.iter().map(|x| x.to_bits()).collect(),
-        TensorData::F16(v) => v.iter().map(|x| x.to_f32().to_bits()).collect(),
-        TensorData::I8(v) => v.iter().map(|&x| i32::from(x).cast_unsigned()).collect(),
-        TensorData::I16(v) => v.iter().map(|&x| i32::from(x).cast_unsigned()).collect(),
-        TensorData::I32(v) => v.iter().map(|&x| x.cast_unsigned()).collect(),
-        TensorData::I64(v) => v
-            .iter()
-            .map(|&x| (x.clamp(i32::MIN.into(), i32::MAX.into()) as i32).cast_unsigned())
-            .collect(),
-        TensorData::U8(v) => v.iter().map(|&x| u32::from(x)).collect(),
-        TensorData::U16(v) => v.iter().map(|&x| u32::from(x)).collect(),
-        TensorData::U32(v) => v.clone(),
-        TensorData::Bool(v) => v.iter().map(|&x| u32::from(x)).collect(),
-        TensorData::F64(_) | TensorData::U64(_) => panic!("no device words for {}", data.dtype()),
-    }
+    repr::to_words(data, repr::Narrowing::Saturating, "test tensor")
+        .expect("device words")
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
-/// Device words read back as `dtype` (f16 rounded, narrow integers truncated).
+/// Device words read back as `dtype`, as the runtime does (f16 rounded, narrow integers
+/// truncated).
 fn from_words(words: &[u32], dtype: DType) -> TensorData {
-    let signed = || words.iter().map(|&w| w.cast_signed());
-    match dtype {
-        DType::F32 => TensorData::F32(words.iter().map(|&w| f32::from_bits(w)).collect()),
-        DType::F16 => TensorData::F16(
-            words
-                .iter()
-                .map(|&w| half::f16::from_f32(f32::from_bits(w)))
-                .collect(),
-        ),
-        DType::I8 => TensorData::I8(signed().map(|x| x as i8).collect()),
-        DType::I16 => TensorData::I16(signed().map(|x| x as i16).collect()),
-        DType::I32 => TensorData::I32(signed().collect()),
-        DType::I64 => TensorData::I64(signed().map(i64::from).collect()),
-        DType::U8 => TensorData::U8(words.iter().map(|&w| w as u8).collect()),
-        DType::U16 => TensorData::U16(words.iter().map(|&w| w as u16).collect()),
-        DType::U32 => TensorData::U32(words.to_vec()),
-        DType::Bool => TensorData::Bool(words.iter().map(|&w| w != 0).collect()),
-        DType::F64 | DType::U64 => panic!("no device words for {dtype}"),
-    }
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    repr::from_words(dtype, vec![words.len()], &bytes)
+        .expect("read back")
+        .into_parts()
+        .1
 }
 
 fn storage(device: &wgpu::Device, words: &[u32]) -> wgpu::Buffer {
