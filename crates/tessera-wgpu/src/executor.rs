@@ -83,8 +83,10 @@ pub(crate) struct Compiled {
     steps: Vec<StepExec>,
     // Kept alive for the bind groups that use them.
     _params: Option<wgpu::Buffer>,
-    _scratch: Vec<wgpu::Buffer>,
     _dummy: wgpu::Buffer,
+    /// Where outputs are read back: made once per plan, reused by every run (runs of a plan
+    /// take turns), sized for all outputs.
+    staging: Option<wgpu::Buffer>,
 }
 
 /// The bytes a value takes on the device.
@@ -288,8 +290,8 @@ impl Compiled {
             constants,
             steps: vec![],
             _params: None,
-            _scratch: vec![],
             _dummy: dummy,
+            staging: None,
         };
 
         // First pass: kernels, pipelines and parameters; second: bind groups.
@@ -298,12 +300,10 @@ impl Compiled {
             pipeline: Arc<Pipeline>,
             params: (usize, usize),
             bindings: Vec<Operand>,
-            scratch_base: usize,
             groups: [u32; 3],
         }
         let mut pending: Vec<Pending> = vec![];
         let mut params_blob: Vec<u8> = vec![];
-        let mut scratch: Vec<wgpu::Buffer> = vec![];
         let mut kinds = vec![];
         let max_groups = ctx.limits.max_compute_workgroups_per_dimension;
         for (ix, step) in plan.steps.iter().enumerate() {
@@ -332,15 +332,6 @@ impl Compiled {
             let kernel = kernels::encode_limited(&step.op, &io, max_binding).map_err(|e| {
                 prepare_error(format!("step '{}' ({}): {e}", step.node, step.op.name()))
             })?;
-            let scratch_base = scratch.len();
-            for &words in &kernel.scratch_words {
-                scratch.push(storage_buffer(
-                    ctx,
-                    "tessera scratch",
-                    words * WORD_BYTES,
-                    false,
-                ));
-            }
             for dispatch in kernel.dispatches {
                 let groups = match dispatch.grid {
                     Grid::Threads(0) => continue,
@@ -364,7 +355,6 @@ impl Compiled {
                     pipeline,
                     params: (start, words.len() * WORD_BYTES),
                     bindings: dispatch.bindings,
-                    scratch_base,
                     groups,
                 });
             }
@@ -414,12 +404,6 @@ impl Compiled {
                         }
                         (buffer, offset + from, len)
                     }
-                    Operand::Scratch(k) => {
-                        let buffer = scratch.get(p.scratch_base + k).ok_or_else(|| {
-                            Error::Internal(format!("step '{}' has no scratch {k}", step.node))
-                        })?;
-                        (buffer, 0, buffer.size())
-                    }
                 };
                 targets.push(target);
             }
@@ -463,7 +447,7 @@ impl Compiled {
                 _ => StepExec::Device(launches),
             })
             .collect();
-        let other = params_blob.len() + scratch.iter().map(|b| b.size() as usize).sum::<usize>();
+        let other = params_blob.len();
         compiled.device_memory = DeviceMemory {
             arena: compiled.memory.planned_bytes,
             peak_live: compiled.memory.peak_live_bytes,
@@ -471,8 +455,20 @@ impl Compiled {
             constants: constant_bytes,
             other,
         };
+        let output_bytes: usize = plan
+            .outputs
+            .iter()
+            .map(|&id| plan.value(id).map(device_bytes))
+            .sum::<Result<usize>>()?;
+        compiled.staging = (output_bytes > 0).then(|| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("tessera outputs"),
+                size: output_bytes as u64,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        });
         compiled._params = params;
-        compiled._scratch = scratch;
         Ok(compiled)
     }
 
@@ -742,15 +738,8 @@ impl Compiled {
                 staging_bytes += bytes;
             }
         }
-        let staging = (staging_bytes > 0).then(|| {
-            ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("tessera outputs"),
-                size: staging_bytes as u64,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        });
-        if let Some(staging) = &staging {
+        let staging = self.staging.as_ref().filter(|_| staging_bytes > 0);
+        if let Some(staging) = staging {
             for &(buffer, offset, bytes, at) in &reads {
                 encoder.copy_buffer_to_buffer(buffer, offset, staging, at as u64, bytes);
             }
@@ -759,7 +748,7 @@ impl Compiled {
         if let Some(error) = pollster::block_on(scope.pop()) {
             return Err(run_error(format!("the device rejected the run: {error}")));
         }
-        let staged = match &staging {
+        let staged = match staging {
             Some(staging) => map_read(ctx, staging)?,
             None => {
                 ctx.wait()?;

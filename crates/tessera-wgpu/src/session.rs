@@ -11,6 +11,9 @@ use tessera_core::plan::{Plan, PlanReport, Step, Trace, Transfers, placement};
 use tessera_core::plan_cache::PlanCache;
 use tessera_core::{DType, Error, Model, Result, Tensor};
 
+/// An output's shape and dtype.
+type Signature = (Vec<usize>, DType);
+
 /// How many plans (distinct input signatures) a session keeps.
 const PLAN_CACHE_SIZE: usize = 8;
 
@@ -74,7 +77,6 @@ impl WgpuInput {
 struct PlanEntry {
     /// Runs of one plan share its arena, so they take turns.
     compiled: Mutex<Compiled>,
-    host_reasons: Vec<Option<String>>,
 }
 
 /// A model prepared to run on the wgpu device.
@@ -112,9 +114,6 @@ pub(crate) fn host_reason(plan: &Plan, step: &Step) -> Option<String> {
             .filter_map(|&id| plan.value(id).ok())
             .collect(),
     };
-    if let tessera_core::plan::KernelOp::Opaque { tract_op } = &step.op {
-        return Some(format!("{tract_op} is not lowered to a kernel"));
-    }
     kernels::unsupported_reason(&step.op, &io)
 }
 
@@ -185,8 +184,16 @@ impl WgpuSession {
 
     /// Runs the model on host inputs (checked and in model order); outputs come back to the host.
     pub fn run(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
-        let inputs: Vec<WgpuInput> = inputs.into_iter().map(WgpuInput::Host).collect();
-        self.run_inner(&inputs, false)?
+        // Planned on the inputs themselves: no copy of them on the way.
+        let (entry, folding) = self.plan_for(&inputs)?;
+        let feeds: Vec<Feed> = inputs
+            .iter()
+            .zip(&folding)
+            .filter(|(_, folded)| !**folded)
+            .map(|(t, _)| Feed::Host(t))
+            .collect();
+        self.execute(&entry, &feeds, false)?
+            .0
             .into_iter()
             .map(|p| match p {
                 Produced::Host(t) => Ok(t),
@@ -197,8 +204,7 @@ impl WgpuSession {
 
     /// Runs with inputs on the host or the device, and leaves every output on the device.
     pub fn run_on_device(&self, inputs: Vec<WgpuInput>) -> Result<Vec<DeviceTensor>> {
-        let plan_outputs = self.run_inner(&inputs, true)?;
-        let shapes = self.output_signature(&inputs)?;
+        let (plan_outputs, shapes) = self.run_inner(&inputs, true)?;
         plan_outputs
             .into_iter()
             .zip(shapes)
@@ -223,17 +229,6 @@ impl WgpuSession {
         })
     }
 
-    fn output_signature(&self, inputs: &[WgpuInput]) -> Result<Vec<(Vec<usize>, DType)>> {
-        let (entry, _) = self.plan_for_inputs(inputs)?;
-        let compiled = entry.compiled.lock().map_err(poisoned)?;
-        compiled
-            .plan
-            .outputs
-            .iter()
-            .map(|&id| compiled.plan.value(id).map(|v| (v.shape.clone(), v.dtype)))
-            .collect()
-    }
-
     /// Plans for these inputs without running: placement and device memory.
     pub fn report(&self, inputs: &[Tensor]) -> Result<PlanReport> {
         let (entry, _) = self.plan_for(inputs)?;
@@ -243,7 +238,6 @@ impl WgpuSession {
             device: self.ctx.adapter.to_string(),
             placement: compiled.placement.clone(),
             memory: compiled.device_memory,
-            host_reasons: entry.host_reasons.clone(),
             plan: compiled.plan.clone(),
         })
     }
@@ -274,7 +268,12 @@ impl WgpuSession {
         self.plan_for(inputs).map(drop)
     }
 
-    fn run_inner(&self, inputs: &[WgpuInput], on_device: bool) -> Result<Vec<Produced>> {
+    /// Runs with inputs that may be on the device; also returns each output's shape and dtype.
+    fn run_inner(
+        &self,
+        inputs: &[WgpuInput],
+        on_device: bool,
+    ) -> Result<(Vec<Produced>, Vec<Signature>)> {
         let (entry, folding) = self.plan_for_inputs(inputs)?;
         let feeds: Vec<Feed> = inputs
             .iter()
@@ -285,10 +284,26 @@ impl WgpuSession {
                 WgpuInput::Device(t) => Feed::Device(&t.buffer),
             })
             .collect();
+        self.execute(&entry, &feeds, on_device)
+    }
+
+    /// One run of a plan; records its transfers. Returns the outputs and their signatures.
+    fn execute(
+        &self,
+        entry: &PlanEntry,
+        feeds: &[Feed],
+        on_device: bool,
+    ) -> Result<(Vec<Produced>, Vec<Signature>)> {
         let compiled = entry.compiled.lock().map_err(poisoned)?;
-        let (outputs, transfers) = compiled.run(&self.ctx, &feeds, on_device, None)?;
+        let (outputs, transfers) = compiled.run(&self.ctx, feeds, on_device, None)?;
         *self.last_transfers.lock().map_err(poisoned)? = transfers;
-        Ok(outputs)
+        let signature = compiled
+            .plan
+            .outputs
+            .iter()
+            .map(|&id| compiled.plan.value(id).map(|v| (v.shape.clone(), v.dtype)))
+            .collect::<Result<_>>()?;
+        Ok((outputs, signature))
     }
 
     /// The plan for inputs that may live on the device. Lowering needs host tensors: device
@@ -328,12 +343,11 @@ impl WgpuSession {
             .model
             .lower_then(inputs, preferred.as_deref(), Plan::build)?;
         let plan = Arc::new(plan);
-        let host_reasons: Vec<Option<String>> =
-            plan.steps.iter().map(|s| host_reason(&plan, s)).collect();
+
         let placement = placement::place(
             &plan,
             "wgpu",
-            &|ix| host_reasons.get(ix).cloned().flatten(),
+            &|ix| host_reason(&plan, &plan.steps[ix]),
             self.options.allow_fallback,
             &device_bytes,
         )?;
@@ -375,7 +389,6 @@ impl WgpuSession {
         };
         let entry = Arc::new(PlanEntry {
             compiled: Mutex::new(compiled),
-            host_reasons,
         });
         let key = PlanKey::new(inputs, &lowered.folding);
         self.plans

@@ -46,6 +46,8 @@ pub struct Placement {
     pub backend: String,
     /// One entry per step.
     pub steps: Vec<Device>,
+    /// Per step: why it runs on the host (`None` for device steps).
+    pub host_reasons: Vec<Option<String>>,
     /// Copies caused by host fallback, in step order.
     pub fallback_transfers: Vec<Transfer>,
     /// Uploads of runtime inputs and read-backs of outputs.
@@ -74,16 +76,15 @@ pub fn place(
     allow_fallback: bool,
     bytes: &dyn Fn(&Value) -> usize,
 ) -> Result<Placement> {
-    let reasons: Vec<Option<String>> =
-        plan.steps
-            .iter()
-            .enumerate()
-            .map(|(ix, s)| match &s.op {
-                KernelOp::Opaque { tract_op } => host_reason(ix)
-                    .or_else(|| Some(format!("{tract_op} is not lowered to a kernel"))),
-                _ => host_reason(ix),
-            })
-            .collect();
+    let reasons: Vec<Option<String>> = plan
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(ix, s)| match &s.op {
+            KernelOp::Opaque { tract_op } => Some(format!("{tract_op} is not lowered to a kernel")),
+            _ => host_reason(ix),
+        })
+        .collect();
     let steps: Vec<Device> = reasons
         .iter()
         .map(|r| {
@@ -173,6 +174,7 @@ pub fn place(
     Ok(Placement {
         backend: backend.to_string(),
         steps,
+        host_reasons: reasons,
         fallback_transfers,
         io_transfers,
     })

@@ -34,7 +34,7 @@ pub struct DeviceMemory {
     pub inputs: usize,
     /// Constants (weights) the plan reads, uploaded once per session.
     pub constants: usize,
-    /// Kernel parameters and scratch buffers.
+    /// Kernel parameters.
     pub other: usize,
 }
 
@@ -73,8 +73,6 @@ pub struct PlanReport {
     pub device: String,
     pub placement: Placement,
     pub memory: DeviceMemory,
-    /// Per step: why it runs on the host (`None` for device steps).
-    pub host_reasons: Vec<Option<String>>,
     #[serde(skip)]
     pub plan: Arc<Plan>,
 }
@@ -105,7 +103,8 @@ impl PlanReport {
                 Device::Device => self.backend.clone(),
                 Device::Host => format!(
                     "HOST ({})",
-                    self.host_reasons
+                    self.placement
+                        .host_reasons
                         .get(ix)
                         .cloned()
                         .flatten()

@@ -937,11 +937,6 @@ fn pipeline(
 fn run(gpu: &Gpu, kernel: &Kernel, inputs: &[Tensor], outputs: &[usize]) -> Vec<Vec<u32>> {
     let ins: Vec<wgpu::Buffer> = inputs.iter().map(|t| storage(gpu, &words(t))).collect();
     let outs: Vec<wgpu::Buffer> = outputs.iter().map(|&n| storage(gpu, &vec![0; n])).collect();
-    let scratch: Vec<wgpu::Buffer> = kernel
-        .scratch_words
-        .iter()
-        .map(|&n| storage(gpu, &vec![0; n]))
-        .collect();
     let mut encoder = gpu.device.create_command_encoder(&Default::default());
     for dispatch in &kernel.dispatches {
         let (pipeline, layout) = pipeline(gpu, &dispatch.shader, &dispatch.bindings);
@@ -954,7 +949,6 @@ fn run(gpu: &Gpu, kernel: &Kernel, inputs: &[Tensor], outputs: &[usize]) -> Vec<
             let buffer = match *operand {
                 Operand::Input(i) => &ins[i],
                 Operand::Output(i) => &outs[i],
-                Operand::Scratch(i) => &scratch[i],
                 Operand::InputRange { .. } => panic!("single-step tests bind whole inputs"),
             };
             entries.push(wgpu::BindGroupEntry {

@@ -73,11 +73,6 @@ fn run_kernel(kernel: &Kernel, inputs: &[Vec<u32>], out_len: usize) -> Option<Ve
     let inputs: Vec<wgpu::Buffer> = inputs.iter().map(|w| storage(device, w)).collect();
     // Outputs start as a pattern no kernel writes by accident.
     let output = storage(device, &vec![0xdead_beef; out_len]);
-    let scratch: Vec<wgpu::Buffer> = kernel
-        .scratch_words
-        .iter()
-        .map(|&n| storage(device, &vec![0; n]))
-        .collect();
     let mut encoder = device.create_command_encoder(&Default::default());
     for dispatch in &kernel.dispatches {
         let source = expand(&dispatch.shader).expect("expand");
@@ -103,7 +98,6 @@ fn run_kernel(kernel: &Kernel, inputs: &[Vec<u32>], out_len: usize) -> Option<Ve
                 Operand::Input(i) => &inputs[i],
                 Operand::Output(0) => &output,
                 Operand::Output(i) => panic!("output {i}: these tests read one output"),
-                Operand::Scratch(i) => &scratch[i],
                 Operand::InputRange { .. } => panic!("single-step tests bind whole inputs"),
             };
             entries.push(wgpu::BindGroupEntry {

@@ -15,7 +15,7 @@
 //! replaced by [`Shader::defines`] (element types, the function to apply). Binding 0 is always
 //! the dispatch's `params: array<u32>` (declared in `common.wgsl`); bindings 1.. are the
 //! [`Dispatch::bindings`] in order, declared by the shader (`var<storage, read>` for step
-//! inputs, `var<storage, read_write>` for outputs and scratch). Every element is one 32-bit word
+//! inputs, `var<storage, read_write>` for outputs). Every element is one 32-bit word
 //! ([`crate::repr`]). Pipelines are cached by shader name and defines, so a kernel's shape
 //! goes in `params`, never in a define.
 
@@ -54,12 +54,6 @@ pub(crate) enum Operand {
     Input(usize),
     /// The step's k-th output (read-write).
     Output(usize),
-    /// The step's k-th scratch buffer (read-write; sizes in [`Kernel::scratch_words`]).
-    #[allow(
-        dead_code,
-        reason = "for multi-pass kernels (split reductions); none needs it yet"
-    )]
-    Scratch(usize),
     /// `words` words of the step's k-th input from word `start` (a multiple of 64, so the byte
     /// offset meets WebGPU's 256-byte binding alignment): for inputs larger than one binding.
     InputRange {
@@ -90,12 +84,10 @@ pub(crate) struct Dispatch {
     pub grid: Grid,
 }
 
-/// What one plan step runs on the device: dispatches in order, and scratch buffers they share.
+/// What one plan step runs on the device: dispatches in order.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Kernel {
     pub dispatches: Vec<Dispatch>,
-    /// Size in 32-bit words of each scratch buffer ([`Operand::Scratch`]).
-    pub scratch_words: Vec<usize>,
 }
 
 impl Kernel {
@@ -103,7 +95,6 @@ impl Kernel {
     pub fn single(dispatch: Dispatch) -> Kernel {
         Kernel {
             dispatches: vec![dispatch],
-            scratch_words: vec![],
         }
     }
 }

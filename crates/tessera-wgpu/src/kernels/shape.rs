@@ -219,10 +219,7 @@ fn concat(dtype: DType, axis: usize, input_shapes: &[Vec<usize>]) -> Result<Kern
         }
         offset += dim * inner;
     }
-    Ok(Kernel {
-        dispatches,
-        scratch_words: vec![],
-    })
+    Ok(Kernel { dispatches })
 }
 
 /// Whether integer index words are signed (1) or not (0): i64 indices are i32 words on the
