@@ -9,10 +9,10 @@
 // pow with C semantics for negative bases and integer exponents (WGSL's pow is undefined there).
 fn pow_f32(b: f32, e: f32) -> f32 {
     if (e == 0.0) { return 1.0; }
-    if (b == 0.0) { return select(bitcast<f32>(0x7f800000u), 0.0, e > 0.0); }
+    if (b == 0.0) { return select(f32_from_bits(0x7f800000u), 0.0, e > 0.0); }
     let r = exp2(e * log2(abs(b)));
     if (b > 0.0) { return r; }
-    if (floor(e) != e) { return bitcast<f32>(0x7fc00000u); }
+    if (floor(e) != e) { return f32_from_bits(0x7fc00000u); }
     let odd = (abs(e) % 2.0) == 1.0;
     return select(r, -r, odd);
 }

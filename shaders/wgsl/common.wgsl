@@ -39,3 +39,9 @@ fn resolve_index(w: u32, is_signed: bool, dim: u32) -> u32 {
     }
     return select(dim, ix, ix < dim);
 }
+
+// A float from its bits, as a run-time value: WGSL rejects infinities and NaNs in constant
+// expressions (browsers refuse `bitcast<f32>(0x7f800000u)`), but a function call is not one.
+fn f32_from_bits(bits: u32) -> f32 {
+    return bitcast<f32>(bits);
+}

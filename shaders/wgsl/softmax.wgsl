@@ -59,7 +59,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         var base = 0u;
         if (live) { base = row_base(g); }
 
-        var row_max = bitcast<f32>(0xff800000u);
+        var row_max = f32_from_bits(0xff800000u);
         if (live) {
             for (var j = lane; j < size; j += lanes) {
                 let v = x[base + row_offset(j)];

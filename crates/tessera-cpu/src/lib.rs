@@ -90,7 +90,12 @@ pub struct CpuSession {
 impl CpuSession {
     /// Prepares a session; plans are built lazily, per input signature.
     pub fn new(model: Arc<Model>, options: &CpuOptions) -> Result<CpuSession> {
+        // wasm32 has no threads (without atomics): one thread, whatever was asked.
+        #[cfg(target_family = "wasm")]
+        let (threads, executor) = (1, Executor::SingleThread);
+        #[cfg(not(target_family = "wasm"))]
         let threads = options.threads.unwrap_or_else(default_threads).max(1);
+        #[cfg(not(target_family = "wasm"))]
         let executor = if threads == 1 {
             Executor::SingleThread
         } else {
@@ -131,7 +136,8 @@ impl CpuSession {
             Mode::SingleThread => Executor::SingleThread,
             Mode::Pool => self.executor.clone(),
         };
-        let start = Instant::now();
+        // Only timed when calibrating threads: `Instant` does not exist in browsers.
+        let start = (self.threads > 1).then(Instant::now);
         let outputs = catch_panic("running the model", || {
             multithread_tract_scope(executor, || plan.runnable.run(values)).map_err(|e| {
                 Error::Run {
@@ -140,7 +146,7 @@ impl CpuSession {
                 }
             })
         })?;
-        if self.threads > 1 {
+        if let Some(start) = start {
             plan.calibration
                 .lock()
                 .map_err(poisoned)?

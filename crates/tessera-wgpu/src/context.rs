@@ -42,24 +42,74 @@ pub struct Pipeline {
     pub layout: Arc<wgpu::BindGroupLayout>,
 }
 
-/// The shared context, opened on first use. Errors say why no device could be opened.
+type Opened = std::result::Result<Arc<GpuContext>, String>;
+
+/// The context once an open was attempted (successfully or not): opened at most once per process.
+static CONTEXT: OnceLock<Opened> = OnceLock::new();
+
+fn unavailable(reason: String) -> Error {
+    Error::BackendUnavailable {
+        backend: "wgpu".into(),
+        reason,
+        available: vec![],
+    }
+}
+
+/// The shared context. Natively it is opened on first use; in a browser it must have been
+/// opened with [`open_context`] (opening a WebGPU device cannot block there). Errors say why no
+/// device could be opened.
 pub fn context() -> Result<Arc<GpuContext>> {
-    static CONTEXT: OnceLock<std::result::Result<Arc<GpuContext>, String>> = OnceLock::new();
-    CONTEXT
-        .get_or_init(|| {
-            std::panic::catch_unwind(|| pollster::block_on(open()))
-                .unwrap_or_else(|_| Err("opening the wgpu device panicked inside wgpu".into()))
-                .map(Arc::new)
-        })
-        .clone()
-        .map_err(|reason| Error::BackendUnavailable {
+    #[cfg(not(target_arch = "wasm32"))]
+    let opened = CONTEXT.get_or_init(|| {
+        std::panic::catch_unwind(|| pollster::block_on(open()))
+            .unwrap_or_else(|_| Err("opening the wgpu device panicked inside wgpu".into()))
+            .map(Arc::new)
+    });
+    #[cfg(target_arch = "wasm32")]
+    let opened = CONTEXT.get().ok_or_else(|| {
+        unavailable("WebGPU was not opened yet: create the session with the async API".into())
+    })?;
+    opened.clone().map_err(unavailable)
+}
+
+/// Opens the shared context without blocking (the only way in a browser); later calls return
+/// the same context, or the same reason it could not be opened.
+pub async fn open_context() -> Result<Arc<GpuContext>> {
+    if CONTEXT.get().is_none() {
+        let opened = open().await.map(Arc::new);
+        // Another caller may have opened it meanwhile: keep the first.
+        let _ = CONTEXT.set(opened);
+    }
+    context()
+}
+
+/// The context if one was opened, without opening it: the reason otherwise.
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn opened_context() -> Option<Opened> {
+    CONTEXT.get().cloned()
+}
+
+/// Runs a future to completion natively; in a browser nothing may block, so the caller must use
+/// the async API instead.
+pub(crate) fn block_on<T>(future: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    #[cfg(not(target_arch = "wasm32"))]
+    return pollster::block_on(future);
+    #[cfg(target_arch = "wasm32")]
+    {
+        drop(future);
+        Err(Error::Run {
             backend: "wgpu".into(),
-            reason,
-            available: vec![],
+            message: "this call would block, which browsers forbid: use the async API".into(),
         })
+    }
 }
 
 async fn open() -> std::result::Result<GpuContext, String> {
+    // Without WebGPU (Node.js, older browsers) the browser backend must not even be created.
+    #[cfg(target_arch = "wasm32")]
+    if !wgpu::util::is_browser_webgpu_supported().await {
+        return Err(crate::probe::why_no_adapter());
+    }
     let adapter = crate::probe::instance()
         .request_adapter(&wgpu::RequestAdapterOptions {
             power_preference: wgpu::PowerPreference::HighPerformance,
@@ -119,6 +169,9 @@ impl GpuContext {
         }
         let source = kernels::expand(shader)?;
         let layout = self.layout(bindings)?;
+        // Natively a kernel that does not compile is reported here; browsers cannot wait for
+        // the scope, so there the async session checks one scope around all of its planning.
+        #[cfg(not(target_arch = "wasm32"))]
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self
             .device
@@ -143,6 +196,7 @@ impl GpuContext {
                 compilation_options: Default::default(),
                 cache: None,
             });
+        #[cfg(not(target_arch = "wasm32"))]
         if let Some(error) = pollster::block_on(scope.pop()) {
             return Err(Error::Prepare {
                 backend: "wgpu".into(),

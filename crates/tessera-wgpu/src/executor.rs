@@ -148,7 +148,7 @@ fn check_size(ctx: &GpuContext, what: &str, bytes: usize) -> Result<()> {
 }
 
 /// Reads `bytes` bytes at `offset` of `buffer` back to the host (submits pending work first).
-pub(crate) fn read_back(
+pub(crate) async fn read_back(
     ctx: &GpuContext,
     buffer: &wgpu::Buffer,
     offset: u64,
@@ -168,18 +168,19 @@ pub(crate) fn read_back(
         .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
     encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, bytes as u64);
     ctx.queue.submit([encoder.finish()]);
-    map_read(ctx, &staging)
+    map_read(ctx, &staging).await
 }
 
-/// Waits for submitted work, then copies a `MAP_READ` buffer's bytes out.
-fn map_read(ctx: &GpuContext, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
-    let (sender, receiver) = std::sync::mpsc::channel();
+/// Waits for submitted work, then copies a `MAP_READ` buffer's bytes out. Natively the wait
+/// blocks; in a browser the event loop completes the mapping while this awaits.
+async fn map_read(ctx: &GpuContext, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
+    let (sender, receiver) = futures_channel::oneshot::channel();
     staging.map_async(wgpu::MapMode::Read, .., move |result| {
         sender.send(result).ok();
     });
     ctx.wait()?;
     receiver
-        .recv()
+        .await
         .map_err(|_| run_error("the device never answered a read-back"))?
         .map_err(|e| run_error(format!("reading back from the device: {e}")))?;
     let data = staging
@@ -529,10 +530,10 @@ impl Compiled {
     /// Runs the plan. `feeds` are the runtime inputs in plan order; `on_device` leaves the
     /// outputs on the device. With `trace`, every step's outputs are read back as soon as the
     /// step ran (slow; for finding where backends disagree) and not counted as transfers.
-    pub fn run(
+    pub async fn run(
         &self,
         ctx: &GpuContext,
-        feeds: &[Feed],
+        feeds: &[Feed<'_>],
         on_device: bool,
         mut trace: Option<&mut HashMap<ValueId, Tensor>>,
     ) -> Result<(Vec<Produced>, Transfers)> {
@@ -625,7 +626,7 @@ impl Compiled {
                             let words = if value.is_empty() {
                                 vec![]
                             } else {
-                                read_back(ctx, buffer, offset, bytes as usize)?
+                                read_back(ctx, buffer, offset, bytes as usize).await?
                             };
                             trace.insert(
                                 id,
@@ -645,7 +646,8 @@ impl Compiled {
                             }),
                     );
                     ctx.queue.submit([finished.finish()]);
-                    self.run_host_step(ctx, ix, feeds, &mut host, &mut transfers)?;
+                    self.run_host_step(ctx, ix, feeds, &mut host, &mut transfers)
+                        .await?;
                     if let Some(trace) = trace.as_deref_mut() {
                         for &id in &plan.steps[ix].outputs {
                             if let Some(t) = host.get(&id) {
@@ -745,11 +747,11 @@ impl Compiled {
             }
         }
         ctx.queue.submit([encoder.finish()]);
-        if let Some(error) = pollster::block_on(scope.pop()) {
+        if let Some(error) = scope.pop().await {
             return Err(run_error(format!("the device rejected the run: {error}")));
         }
         let staged = match staging {
-            Some(staging) => map_read(ctx, staging)?,
+            Some(staging) => map_read(ctx, staging).await?,
             None => {
                 ctx.wait()?;
                 vec![]
@@ -774,11 +776,11 @@ impl Compiled {
 
     /// Runs step `ix` on the host: reads back what it needs, computes, uploads what the
     /// device reads later.
-    fn run_host_step(
+    async fn run_host_step(
         &self,
         ctx: &GpuContext,
         ix: usize,
-        feeds: &[Feed],
+        feeds: &[Feed<'_>],
         host: &mut HashMap<ValueId, Tensor>,
         transfers: &mut Transfers,
     ) -> Result<()> {
@@ -796,7 +798,7 @@ impl Compiled {
                     Role::Input(k) => match &feeds[k] {
                         Feed::Host(t) => (*t).clone(),
                         Feed::Device(buffer) => {
-                            let words = read_back(ctx, &buffer.buffer, 0, buffer.bytes)?;
+                            let words = read_back(ctx, &buffer.buffer, 0, buffer.bytes).await?;
                             transfers.fallback_bytes += words.len();
                             repr::from_words(root_value.dtype, root_value.shape.clone(), &words)?
                         }
@@ -816,7 +818,7 @@ impl Compiled {
                             )));
                         };
                         let bytes = device_bytes(root_value);
-                        let words = read_back(ctx, self.arena_buffer()?, offset, bytes)?;
+                        let words = read_back(ctx, self.arena_buffer()?, offset, bytes).await?;
                         transfers.fallback_bytes += words.len();
                         repr::from_words(root_value.dtype, root_value.shape.clone(), &words)?
                     }

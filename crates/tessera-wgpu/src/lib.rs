@@ -25,6 +25,13 @@ pub use tessera_core::plan::{DeviceMemory, PlanReport, Trace, Transfers};
 pub use probe::{AdapterSummary, adapters};
 use tessera_core::{Backend, BackendStatus};
 
+/// Opens the process's device without blocking (required once in a browser before
+/// [`status`] or a session can see it; natively sessions open it themselves). Returns the
+/// adapter, or the reason there is none.
+pub async fn open_device() -> tessera_core::Result<AdapterSummary> {
+    Ok(context::open_context().await?.adapter.clone())
+}
+
 /// Whether wgpu can be used here, with the adapters found or the reason none was.
 pub fn status() -> BackendStatus {
     match adapters() {

@@ -29,9 +29,19 @@ impl fmt::Display for AdapterSummary {
 /// WebGPU); panics inside wgpu become an `Err`.
 /// Probed once per process: drivers can be slow to open, and some print to stderr each time.
 pub fn adapters() -> Result<Vec<AdapterSummary>, String> {
-    static PROBED: std::sync::OnceLock<Result<Vec<AdapterSummary>, String>> =
-        std::sync::OnceLock::new();
-    PROBED.get_or_init(probe).clone()
+    // Browsers have one adapter, found when the context is opened (asynchronously).
+    #[cfg(target_arch = "wasm32")]
+    return match crate::context::opened_context() {
+        Some(Ok(ctx)) => Ok(vec![ctx.adapter.clone()]),
+        Some(Err(reason)) => Err(reason),
+        None => Err("WebGPU was not opened yet: create the session with the async API".into()),
+    };
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        static PROBED: std::sync::OnceLock<Result<Vec<AdapterSummary>, String>> =
+            std::sync::OnceLock::new();
+        PROBED.get_or_init(probe).clone()
+    }
 }
 
 /// The process's wgpu instance: one for probing and for opening the device (each instance
@@ -46,6 +56,7 @@ pub(crate) fn instance() -> &'static wgpu::Instance {
     })
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 fn probe() -> Result<Vec<AdapterSummary>, String> {
     let found = std::panic::catch_unwind(|| {
         pollster::block_on(instance().enumerate_adapters(wgpu::Backends::PRIMARY))
@@ -69,6 +80,9 @@ fn probe() -> Result<Vec<AdapterSummary>, String> {
 
 /// Why no adapter was found, with what to install.
 pub fn why_no_adapter() -> String {
+    if cfg!(target_arch = "wasm32") {
+        return "this JavaScript environment has no WebGPU (navigator.gpu is missing or offers no adapter): use a browser with WebGPU enabled, e.g. Chrome or Edge 113+".into();
+    }
     if cfg!(target_os = "linux") {
         return why_no_vulkan_device(&ICD_DIRS, &LIBRARY_DIRS);
     }

@@ -1,6 +1,6 @@
 //! [`WgpuSession`]: a model on the wgpu device, with plans per input signature.
 
-use crate::context::{GpuContext, context};
+use crate::context::{GpuContext, block_on, context, open_context};
 use crate::executor::{Compiled, DeviceBuffer, Feed, Produced, device_bytes, upload};
 use crate::kernels::{self, StepIo};
 use crate::repr::Narrowing;
@@ -43,10 +43,16 @@ impl DeviceTensor {
         self.dtype
     }
 
-    /// Copies the tensor back to host memory.
+    /// Copies the tensor back to host memory (blocks: natively only).
     pub fn to_host(&self) -> Result<Tensor> {
+        block_on(self.to_host_async())
+    }
+
+    /// Copies the tensor back to host memory.
+    pub async fn to_host_async(&self) -> Result<Tensor> {
         let ctx = context()?;
-        let words = crate::executor::read_back(&ctx, &self.buffer.buffer, 0, self.buffer.bytes)?;
+        let words =
+            crate::executor::read_back(&ctx, &self.buffer.buffer, 0, self.buffer.bytes).await?;
         crate::repr::from_words(self.dtype, self.shape.clone(), &words)
     }
 }
@@ -121,7 +127,20 @@ impl WgpuSession {
     /// Opens the device (once per process) and prepares the model. A model whose inputs have
     /// fixed shapes is planned right away, so unsupported ops are reported at load.
     pub fn new(model: Arc<Model>, options: WgpuOptions) -> Result<WgpuSession> {
-        let ctx = context()?;
+        Self::with_context(context()?, model, options)
+    }
+
+    /// [`WgpuSession::new`] without blocking: the way to open one in a browser.
+    pub async fn new_async(model: Arc<Model>, options: WgpuOptions) -> Result<WgpuSession> {
+        let ctx = open_context().await?;
+        checked(&ctx.clone(), || Self::with_context(ctx, model, options)).await
+    }
+
+    fn with_context(
+        ctx: Arc<GpuContext>,
+        model: Arc<Model>,
+        options: WgpuOptions,
+    ) -> Result<WgpuSession> {
         let session = WgpuSession {
             model,
             ctx,
@@ -182,17 +201,24 @@ impl WgpuSession {
         self.last_transfers.lock().map(|t| *t).unwrap_or_default()
     }
 
-    /// Runs the model on host inputs (checked and in model order); outputs come back to the host.
+    /// Runs the model on host inputs (checked and in model order); outputs come back to the
+    /// host. Blocks: natively only.
     pub fn run(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        block_on(self.run_async(inputs))
+    }
+
+    /// [`WgpuSession::run`] without blocking: the way to run in a browser.
+    pub async fn run_async(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
         // Planned on the inputs themselves: no copy of them on the way.
-        let (entry, folding) = self.plan_for(&inputs)?;
+        let (entry, folding) = checked(&self.ctx, || self.plan_for(&inputs)).await?;
         let feeds: Vec<Feed> = inputs
             .iter()
             .zip(&folding)
             .filter(|(_, folded)| !**folded)
             .map(|(t, _)| Feed::Host(t))
             .collect();
-        self.execute(&entry, &feeds, false)?
+        self.execute(&entry, &feeds, false)
+            .await?
             .0
             .into_iter()
             .map(|p| match p {
@@ -204,7 +230,12 @@ impl WgpuSession {
 
     /// Runs with inputs on the host or the device, and leaves every output on the device.
     pub fn run_on_device(&self, inputs: Vec<WgpuInput>) -> Result<Vec<DeviceTensor>> {
-        let (plan_outputs, shapes) = self.run_inner(&inputs, true)?;
+        block_on(self.run_on_device_async(inputs))
+    }
+
+    /// [`WgpuSession::run_on_device`] without blocking.
+    pub async fn run_on_device_async(&self, inputs: Vec<WgpuInput>) -> Result<Vec<DeviceTensor>> {
+        let (plan_outputs, shapes) = self.run_inner(&inputs, true).await?;
         plan_outputs
             .into_iter()
             .zip(shapes)
@@ -245,7 +276,12 @@ impl WgpuSession {
     /// Runs with every step's outputs read back as soon as it ran: the plan, its runtime inputs
     /// (folded ones left out), and every value the device computed.
     pub fn trace(&self, inputs: &[Tensor]) -> Result<Trace> {
-        let (entry, folding) = self.plan_for(inputs)?;
+        block_on(self.trace_async(inputs))
+    }
+
+    /// [`WgpuSession::trace`] without blocking.
+    pub async fn trace_async(&self, inputs: &[Tensor]) -> Result<Trace> {
+        let (entry, folding) = checked(&self.ctx, || self.plan_for(inputs)).await?;
         let runtime: Vec<Tensor> = inputs
             .iter()
             .zip(&folding)
@@ -255,7 +291,9 @@ impl WgpuSession {
         let feeds: Vec<Feed> = runtime.iter().map(Feed::Host).collect();
         let compiled = entry.compiled.lock().map_err(poisoned)?;
         let mut values = HashMap::new();
-        compiled.run(&self.ctx, &feeds, false, Some(&mut values))?;
+        compiled
+            .run(&self.ctx, &feeds, false, Some(&mut values))
+            .await?;
         Ok(Trace {
             plan: compiled.plan.clone(),
             inputs: runtime,
@@ -269,12 +307,12 @@ impl WgpuSession {
     }
 
     /// Runs with inputs that may be on the device; also returns each output's shape and dtype.
-    fn run_inner(
+    async fn run_inner(
         &self,
         inputs: &[WgpuInput],
         on_device: bool,
     ) -> Result<(Vec<Produced>, Vec<Signature>)> {
-        let (entry, folding) = self.plan_for_inputs(inputs)?;
+        let (entry, folding) = checked(&self.ctx, || self.plan_for_inputs(inputs)).await?;
         let feeds: Vec<Feed> = inputs
             .iter()
             .zip(&folding)
@@ -284,18 +322,18 @@ impl WgpuSession {
                 WgpuInput::Device(t) => Feed::Device(&t.buffer),
             })
             .collect();
-        self.execute(&entry, &feeds, on_device)
+        self.execute(&entry, &feeds, on_device).await
     }
 
     /// One run of a plan; records its transfers. Returns the outputs and their signatures.
-    fn execute(
+    async fn execute(
         &self,
         entry: &PlanEntry,
-        feeds: &[Feed],
+        feeds: &[Feed<'_>],
         on_device: bool,
     ) -> Result<(Vec<Produced>, Vec<Signature>)> {
         let compiled = entry.compiled.lock().map_err(poisoned)?;
-        let (outputs, transfers) = compiled.run(&self.ctx, feeds, on_device, None)?;
+        let (outputs, transfers) = compiled.run(&self.ctx, feeds, on_device, None).await?;
         *self.last_transfers.lock().map_err(poisoned)? = transfers;
         let signature = compiled
             .plan
@@ -408,6 +446,29 @@ struct Weights {
     /// By the identity of tract's tensor (kept alive here, so the identity stays unique).
     by_identity: HashMap<usize, (tessera_core::plan::ConstantData, Arc<DeviceBuffer>)>,
     by_content: HashMap<(DType, Vec<usize>, u64), Arc<DeviceBuffer>>,
+}
+
+/// Runs `plan` (which compiles kernels and uploads weights). In a browser a kernel the device
+/// rejects is only reported asynchronously, so planning is checked under one error scope there;
+/// natively each kernel is checked as it compiles.
+async fn checked<T>(ctx: &GpuContext, plan: impl FnOnce() -> Result<T>) -> Result<T> {
+    #[cfg(target_arch = "wasm32")]
+    {
+        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let planned = plan();
+        if let Some(error) = scope.pop().await {
+            return Err(Error::Prepare {
+                backend: "wgpu".into(),
+                message: format!("the device rejected a kernel or buffer: {error}"),
+            });
+        }
+        planned
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let _ = ctx;
+        plan()
+    }
 }
 
 fn content_key(tensor: &Tensor) -> (DType, Vec<usize>, u64) {

@@ -57,6 +57,37 @@ impl SessionBuilder {
         self.build(Model::from_bytes(bytes)?)
     }
 
+    /// [`SessionBuilder::load_bytes`] without blocking: the way to open a session in a browser,
+    /// where a WebGPU device can only be opened asynchronously.
+    pub async fn load_bytes_async(self, bytes: &[u8]) -> Result<Session> {
+        self.build_async(Model::from_bytes(bytes)?).await
+    }
+
+    /// [`SessionBuilder::build`] without blocking (see [`SessionBuilder::load_bytes_async`]).
+    pub async fn build_async(self, model: Model) -> Result<Session> {
+        #[cfg(feature = "wgpu")]
+        if matches!(self.backend, Backend::Wgpu | Backend::Auto) {
+            // Opened (or found missing, with the reason) before the backend is resolved, so
+            // `auto` and the error for `wgpu` both see it.
+            let _ = tessera_wgpu::open_device().await;
+            let (backend, choice) = resolve_backend(self.backend)?;
+            if backend == Backend::Wgpu {
+                let model = Arc::new(model);
+                let options = tessera_wgpu::WgpuOptions {
+                    allow_fallback: self.allow_fallback,
+                };
+                let wgpu = tessera_wgpu::WgpuSession::new_async(model.clone(), options).await?;
+                return Ok(Session {
+                    model,
+                    backend,
+                    choice,
+                    engine: Engine::Wgpu(wgpu),
+                });
+            }
+        }
+        self.build(model)
+    }
+
     /// Binds an already loaded model to the backend.
     pub fn build(self, model: Model) -> Result<Session> {
         let (backend, choice) = resolve_backend(self.backend)?;
@@ -161,6 +192,19 @@ impl Session {
             Engine::Cpu(cpu) => cpu.run(ordered)?,
             #[cfg(feature = "wgpu")]
             Engine::Wgpu(wgpu) => wgpu.run(ordered)?,
+        };
+        Ok(self.name_outputs(outputs))
+    }
+
+    /// [`Session::run`] without blocking: the way to run on WebGPU in a browser (the cpu
+    /// backend computes in place; a GPU backend awaits the device).
+    pub async fn run_async(&self, inputs: Vec<(String, Tensor)>) -> Result<Vec<(String, Tensor)>> {
+        let ordered = order_inputs(self.info(), inputs)?;
+        let outputs = match &self.engine {
+            #[cfg(feature = "cpu")]
+            Engine::Cpu(cpu) => cpu.run(ordered)?,
+            #[cfg(feature = "wgpu")]
+            Engine::Wgpu(wgpu) => wgpu.run_async(ordered).await?,
         };
         Ok(self.name_outputs(outputs))
     }

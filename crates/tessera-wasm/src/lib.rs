@@ -1,0 +1,134 @@
+//! Tessera in browsers and Node.js: the wasm-bindgen module behind the npm package (`web/`).
+//!
+//! The JavaScript API users see (`InferenceSession`, `Tensor`, modelled on onnxruntime-web) is
+//! written in `web/src/`; this module is what it calls: a [`WasmSession`] holding a
+//! [`tessera::Session`] on the `cpu` backend (tract on wasm SIMD128) or the `wgpu` backend (the
+//! browser's WebGPU), tensors crossing as `{ name, type, dims, data }` objects.
+//!
+//! Every failure is a JS `Error` carrying the runtime's message, and the session stays usable
+//! afterwards; a Rust panic (a bug) is printed to the console by `console_error_panic_hook`.
+//! Natively this crate is empty: it is built for `wasm32-unknown-unknown` by `web/build.sh`.
+
+#![cfg(target_arch = "wasm32")]
+
+mod tensors;
+
+use std::cell::Cell;
+use std::rc::Rc;
+use tessera::{Backend, Session};
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(start)]
+fn start() {
+    console_error_panic_hook::set_once();
+}
+
+/// A runtime error as a JS `Error` with the runtime's message.
+fn js_error(error: impl std::fmt::Display) -> JsError {
+    JsError::new(&error.to_string())
+}
+
+/// A model bound to one backend.
+#[wasm_bindgen]
+pub struct WasmSession {
+    session: Rc<Session>,
+    /// A run in flight: a second concurrent run on one session is refused (its state is not
+    /// shared between runs), as in onnxruntime-web.
+    busy: Rc<Cell<bool>>,
+}
+
+#[wasm_bindgen]
+impl WasmSession {
+    /// Loads a model from its bytes onto `backend`: `"auto"`, `"webgpu"` (or `"wgpu"`), `"cpu"`.
+    /// With `allow_fallback`, ops WebGPU lacks run on the cpu, each copy reported.
+    pub async fn create(
+        model: Vec<u8>,
+        backend: String,
+        allow_fallback: bool,
+    ) -> Result<WasmSession, JsError> {
+        let backend = match backend.as_str() {
+            // onnxruntime-web's name for its cpu backend.
+            "wasm" => Backend::Cpu,
+            other => other.parse::<Backend>().map_err(js_error)?,
+        };
+        let session = Session::builder()
+            .backend(backend)
+            .allow_fallback(allow_fallback)
+            .load_bytes_async(&model)
+            .await
+            .map_err(js_error)?;
+        Ok(WasmSession {
+            session: Rc::new(session),
+            busy: Rc::new(Cell::new(false)),
+        })
+    }
+
+    /// The backend that runs this session: `"cpu"` or `"webgpu"`.
+    #[wasm_bindgen(getter)]
+    pub fn backend(&self) -> String {
+        match self.session.backend() {
+            Backend::Wgpu => "webgpu".into(),
+            other => other.to_string(),
+        }
+    }
+
+    /// Why this backend runs the session (with `auto`: what was skipped and why).
+    #[wasm_bindgen(getter, js_name = backendReason)]
+    pub fn backend_reason(&self) -> String {
+        self.session.backend_choice().to_string()
+    }
+
+    /// The WebGPU adapter, when the session runs on one.
+    #[wasm_bindgen(getter)]
+    pub fn device(&self) -> Option<String> {
+        self.session.device_name()
+    }
+
+    /// The model's inputs and outputs as JSON:
+    /// `{"inputs": [{"name", "type", "dims": [number | string | null] | null}], "outputs": […]}`.
+    pub fn metadata(&self) -> String {
+        tensors::metadata_json(self.session.info())
+    }
+
+    /// Runs on `feeds`, an array of `{ name, type, dims, data }`; resolves to the outputs in the
+    /// model's order, in the same form.
+    pub fn run(&self, feeds: js_sys::Array) -> js_sys::Promise {
+        let session = self.session.clone();
+        let busy = self.busy.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            if busy.replace(true) {
+                return Err(JsError::new(
+                    "this session is already running: await the previous run() first",
+                )
+                .into());
+            }
+            let result = async {
+                let inputs = tensors::feeds_from_js(&feeds)?;
+                let outputs = session.run_async(inputs).await.map_err(js_error)?;
+                tensors::outputs_to_js(outputs)
+            }
+            .await;
+            busy.set(false);
+            result.map(Into::into).map_err(Into::into)
+        })
+    }
+}
+
+/// Reads a serialized ONNX `TensorProto` (the `.pb` files of ONNX test data) into
+/// `{ name, type, dims, data }`.
+#[wasm_bindgen(js_name = readTensorProto)]
+pub fn read_tensor_proto(bytes: &[u8]) -> Result<JsValue, JsError> {
+    let (name, tensor) = tessera::onnx_pb::pb_from_bytes(bytes).map_err(js_error)?;
+    tensors::tensor_to_js(&name, tensor)
+}
+
+/// What this build of Tessera is: version, and the wasm features it was compiled with.
+#[wasm_bindgen(js_name = buildInfo)]
+pub fn build_info() -> String {
+    serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "simd128": cfg!(target_feature = "simd128"),
+        "backends": ["cpu", "webgpu"],
+    })
+    .to_string()
+}

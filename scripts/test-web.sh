@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The browser/Node.js package: builds the wasm module and the npm package (web/build.sh), then
+# runs its tests in Node.js (cpu) and in headless Chromium (webgpu on SwiftShader, and cpu).
+# Installs what a fresh machine lacks: Chromium, the wasm target, wasm-bindgen-cli, npm packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/ensure-packages.sh chromium=chromium
+rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
+    || rustup target add wasm32-unknown-unknown
+
+# The CLI must match the wasm-bindgen crate exactly (the glue format changes between versions).
+wanted="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)"
+if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$wanted" ]; then
+    echo "installing wasm-bindgen-cli $wanted"
+    cargo install wasm-bindgen-cli --version "$wanted" --quiet
+fi
+
+cd web
+npm ci --no-audit --no-fund --loglevel=error
+./build.sh
+node --test --test-reporter=spec test/node.test.mjs test/browser.test.mjs

@@ -1,0 +1,44 @@
+// Benchmark (not a test): the shared real models in one headless Chromium, on Tessera's cpu
+// (wasm SIMD, one thread) and webgpu backends and on onnxruntime-web's wasm (one thread) and
+// webgpu backends, interleaved per model. Prints median latencies and ratios tessera/ort.
+// Usage: node bench/browser_vs_ort_web.mjs [--runs N] [--warmup W] [--models a,b]
+import { chromium } from 'playwright-core';
+import { startServer } from '../test/serve.mjs';
+import { sharedModels } from '../test/models.mjs';
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, arg, i, all) => (arg.startsWith('--') ? [...pairs, [arg.slice(2), all[i + 1]]] : pairs), []));
+const runs = Number(args.runs ?? 10);
+const warmup = Number(args.warmup ?? 2);
+const only = args.models?.split(',');
+const models = sharedModels().filter((m) => !only || only.includes(m.name));
+
+const server = await startServer();
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--enable-unsafe-webgpu'] });
+const page = await browser.newPage();
+page.setDefaultTimeout(30 * 60_000);
+await page.goto(`${server.url}/bench/page.html`);
+await page.waitForFunction(() => window.benchReady === true);
+const adapter = await page.evaluate(async () => (await navigator.gpu?.requestAdapter())?.info?.architecture ?? 'none');
+console.log(`Chromium ${browser.version()}, WebGPU adapter: ${adapter}; median of ${runs} runs after ${warmup} warm-up; ort-web wasm on 1 thread`);
+
+const fmt = (r) => (r.error ? 'error' : r.ms.toFixed(1));
+const ratio = (a, b) => (a.error || b.error ? '–' : (a.ms / b.ms).toFixed(2));
+const rows = [];
+console.log('| model | tessera cpu ms | ort-web wasm ms | cpu ratio | tessera webgpu ms | ort-web webgpu ms | webgpu ratio |');
+console.log('| --- | --- | --- | --- | --- | --- | --- |');
+for (const model of models) {
+  const r = {};
+  for (const [key, runtime, backend] of [['tc', 'tessera', 'cpu'], ['oc', 'ort', 'wasm'], ['tg', 'tessera', 'webgpu'], ['og', 'ort', 'webgpu']]) {
+    r[key] = await page.evaluate(([n, f, rt, b, w, k]) => window.bench(n, f, rt, b, w, k), [model.name, model.files, runtime, backend, warmup, runs]);
+  }
+  rows.push(r);
+  console.log(`| ${model.name} | ${fmt(r.tc)} | ${fmt(r.oc)} | ${ratio(r.tc, r.oc)} | ${fmt(r.tg)} | ${fmt(r.og)} | ${ratio(r.tg, r.og)} |`);
+  for (const [k, v] of Object.entries(r)) if (v.error) console.log(`  ${k}: ${v.error}`);
+}
+const geomean = (pairs) => {
+  const ok = pairs.filter(([a, b]) => !a.error && !b.error);
+  return ok.length ? Math.exp(ok.reduce((s, [a, b]) => s + Math.log(a.ms / b.ms), 0) / ok.length).toFixed(2) + ` over ${ok.length}` : '–';
+};
+console.log(`geomean tessera/ort-web: cpu ${geomean(rows.map((r) => [r.tc, r.oc]))}, webgpu ${geomean(rows.map((r) => [r.tg, r.og]))}`);
+await browser.close();
+server.close();

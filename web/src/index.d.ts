@@ -1,0 +1,72 @@
+// Types of the Tessera npm package (see index.js). Names follow onnxruntime-web.
+
+export type TensorType =
+  | 'float32' | 'float64' | 'float16'
+  | 'int8' | 'int16' | 'int32' | 'int64'
+  | 'uint8' | 'uint16' | 'uint32' | 'uint64'
+  | 'bool';
+
+export interface TensorDataTypes {
+  float32: Float32Array;
+  float64: Float64Array;
+  float16: Uint16Array;
+  int8: Int8Array;
+  int16: Int16Array;
+  int32: Int32Array;
+  int64: BigInt64Array;
+  uint8: Uint8Array;
+  uint16: Uint16Array;
+  uint32: Uint32Array;
+  uint64: BigUint64Array;
+  bool: Uint8Array;
+}
+
+export type TensorData = TensorDataTypes[TensorType];
+
+export class Tensor<T extends TensorType = TensorType> {
+  constructor(type: T, data: TensorDataTypes[T] | readonly (number | bigint | boolean)[], dims?: readonly number[]);
+  constructor(data: TensorDataTypes[T], dims?: readonly number[]);
+  readonly type: T;
+  readonly data: TensorDataTypes[T];
+  readonly dims: readonly number[];
+  readonly size: number;
+}
+
+export type Backend = 'auto' | 'webgpu' | 'cpu' | 'wasm';
+
+export interface SessionOptions {
+  /** 'auto' (default): WebGPU when a hardware adapter exists, else cpu; the choice is reported. */
+  backend?: Backend;
+  /** onnxruntime-web style: the first entry picks the backend ('webgpu' or 'wasm'). */
+  executionProviders?: readonly (string | { name: string })[];
+  /** On WebGPU, run the ops it lacks on the cpu (each copy reported) instead of refusing. */
+  allowFallback?: boolean;
+}
+
+export interface ValueMetadata {
+  name: string;
+  type: TensorType;
+  /** Numbers, symbolic dim names, or null for an unnamed open dim; null when undeclared. */
+  shape: (number | string | null)[] | null;
+  isTensor: true;
+}
+
+export class InferenceSession {
+  static create(model: string | URL | Uint8Array | ArrayBuffer | ArrayBufferView, options?: SessionOptions): Promise<InferenceSession>;
+  /** 'webgpu' or 'cpu'. */
+  readonly backend: 'webgpu' | 'cpu';
+  /** Why this backend runs the session. */
+  readonly backendReason: string;
+  /** The WebGPU adapter, when on WebGPU. */
+  readonly device: string | undefined;
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
+  readonly inputMetadata: readonly ValueMetadata[];
+  readonly outputMetadata: readonly ValueMetadata[];
+  run(feeds: Record<string, Tensor>, fetches?: readonly string[]): Promise<Record<string, Tensor>>;
+  release(): Promise<void>;
+}
+
+export function readTensorProto(bytes: string | URL | Uint8Array | ArrayBuffer): Promise<{ name: string; tensor: Tensor }>;
+
+export function buildInfo(): Promise<{ version: string; simd128: boolean; backends: string[] }>;

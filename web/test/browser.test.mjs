@@ -1,0 +1,158 @@
+// The package in a real browser: headless Chromium (Debian's, or CHROMIUM=path) driven by
+// Playwright, with WebGPU on (SwiftShader where there is no GPU). Every shared real model runs
+// on webgpu and on cpu and is compared with its expected outputs; the error paths must leave
+// the session usable; the demo page is screenshotted and its rendered result checked.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
+import { PNG } from 'pngjs';
+import { startServer } from './serve.mjs';
+import { sharedModels } from './models.mjs';
+
+const MODELS = sharedModels();
+const MINUTES = 60_000;
+let server;
+let browser;
+let page;
+const pageErrors = [];
+
+before(async () => {
+  server = await startServer();
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--enable-unsafe-webgpu'],
+  });
+  page = await browser.newPage();
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+  page.on('console', (message) => {
+    if (message.type() === 'error') pageErrors.push(message.text());
+  });
+  page.setDefaultTimeout(10 * MINUTES);
+  await page.goto(`${server.url}/test/page.html`);
+  await page.waitForFunction(() => window.tesseraReady === true);
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+function table(results) {
+  return results
+    .map((r) => `${r.pass ? 'ok  ' : 'FAIL'} ${r.model.padEnd(28)} ${r.backend.padEnd(7)} load ${r.loadMs.toFixed(0).padStart(6)} ms  run ${r.runMs.toFixed(0).padStart(6)} ms  ${r.outputs.map((o) => (o.why ? `${o.output}: ${o.why}` : `max abs ${o.maxAbs.toExponential(2)}`)).join(', ')}`)
+    .join('\n');
+}
+
+for (const backend of ['webgpu', 'cpu']) {
+  test(`every shared real model on ${backend} matches its expected outputs`, { timeout: 30 * MINUTES }, async () => {
+    const results = [];
+    for (const model of MODELS) {
+      const result = await page.evaluate(
+        ([name, backend, files]) => window.checkModel(name, backend, files),
+        [model.name, backend, model.files],
+      );
+      results.push(result);
+      // Strict placement: the whole model on the requested backend, nothing quietly elsewhere.
+      assert.equal(result.backend, backend, `${model.name} ran on ${result.backend}`);
+    }
+    console.log(`${backend} in Chromium:\n${table(results)}`);
+    const failed = results.filter((r) => !r.pass).map((r) => r.model);
+    assert.equal(MODELS.length, 20, 'the shared folder holds 20 real models');
+    assert.deepEqual(failed, [], `models outside tolerance on ${backend}`);
+  });
+}
+
+test('webgpu reports the browser adapter it runs on', async () => {
+  const info = await page.evaluate(async () => {
+    const bytes = await window.readModel('mtcnn_rnet/model.onnx');
+    const session = await window.tessera.InferenceSession.create(bytes, { backend: 'webgpu' });
+    const info = { backend: session.backend, device: session.device, reason: session.backendReason };
+    await session.release();
+    return info;
+  });
+  assert.equal(info.backend, 'webgpu');
+  assert.match(info.device, /BrowserWebGpu/);
+  assert.equal(info.reason, 'wgpu requested');
+});
+
+test('auto says which backend it picked and why', async () => {
+  const info = await page.evaluate(async () => {
+    const bytes = await window.readModel('mtcnn_rnet/model.onnx');
+    const session = await window.tessera.InferenceSession.create(bytes, { backend: 'auto' });
+    const info = { backend: session.backend, reason: session.backendReason };
+    await session.release();
+    return info;
+  });
+  assert.ok(['webgpu', 'cpu'].includes(info.backend));
+  assert.match(info.reason, new RegExp(`^auto picked ${info.backend === 'webgpu' ? 'wgpu' : 'cpu'}`));
+});
+
+for (const backend of ['webgpu', 'cpu']) {
+  test(`bad input on ${backend} is a clear Error and the session keeps working`, async () => {
+    const outcome = await page.evaluate(async (backend) => {
+      const { InferenceSession, Tensor } = window.tessera;
+      const errors = {};
+      const attempt = async (what, run) => {
+        try {
+          await run();
+          errors[what] = null;
+        } catch (error) {
+          errors[what] = `${error instanceof Error ? 'Error' : typeof error}: ${error.message}`;
+        }
+      };
+      await attempt('bad model bytes', () => InferenceSession.create(new Uint8Array([8, 1, 18, 255, 255, 0, 1]), { backend }));
+      await attempt('not a model', () => InferenceSession.create(new TextEncoder().encode('hello'), { backend }));
+      const session = await InferenceSession.create(await window.readModel('mtcnn_rnet/model.onnx'), { backend });
+      const x = new Tensor('float32', new Float32Array(24 * 24 * 3).fill(0.5), [1, 24, 24, 3]);
+      const good = async () => {
+        const out = await session.run({ input_2: x });
+        return Object.keys(out).map((k) => `${k}:${out[k].type}[${out[k].dims}]`).join(' ');
+      };
+      const first = await good();
+      await attempt('wrong input name', () => session.run({ nope: x }));
+      await attempt('wrong shape', () => session.run({ input_2: new Tensor('float32', new Float32Array(10), [1, 10]) }));
+      await attempt('wrong dtype', () => session.run({ input_2: new Tensor('int32', new Int32Array(24 * 24 * 3), [1, 24, 24, 3]) }));
+      await attempt('missing input', () => session.run({}));
+      await attempt('unknown output', () => session.run({ input_2: x }, ['nope']));
+      await attempt('size mismatch', async () => new Tensor('float32', new Float32Array(5), [2, 3]));
+      await attempt('unknown type', async () => new Tensor('complex64', new Float32Array(2), [2]));
+      const after = await good();
+      await session.release();
+      await attempt('run after release', () => session.run({ input_2: x }));
+      return { errors, first, after };
+    }, backend);
+    const e = outcome.errors;
+    assert.match(e['bad model bytes'], /^Error: .*(model|protobuf|decod)/i);
+    assert.match(e['not a model'], /^Error: .*(model|protobuf|decod)/i);
+    assert.match(e['wrong input name'], /^Error: .*nope.*input_2|^Error: .*input_2.*nope/);
+    assert.match(e['wrong shape'], /^Error: .*input_2.*(rank|shape|dim)/i);
+    assert.match(e['wrong dtype'], /^Error: .*input_2.*dtype int32/);
+    assert.match(e['missing input'], /^Error: .*input_2/);
+    assert.match(e['unknown output'], /^Error: unknown output 'nope'/);
+    assert.match(e['size mismatch'], /^Error: dims \[2,3\] hold 6 elements but data has 5/);
+    assert.match(e['unknown type'], /^Error: unsupported tensor type 'complex64'/);
+    assert.match(e['run after release'], /^Error: this session was released/);
+    assert.match(outcome.first, /dense_2:float32\[1,4\] softmax_1:float32\[1,2\]/);
+    assert.equal(outcome.after, outcome.first);
+    assert.deepEqual(pageErrors.filter((m) => /panicked|unreachable|RuntimeError/.test(m)), []);
+  });
+}
+
+test('the demo page renders its result', { timeout: 10 * MINUTES }, async () => {
+  const demo = await browser.newPage({ viewport: { width: 900, height: 640 } });
+  await demo.goto(`${server.url}/demo/index.html`);
+  await demo.waitForFunction(() => document.querySelector('#result')?.dataset.state === 'done', null, { timeout: 10 * MINUTES });
+  const text = await demo.textContent('#result');
+  const backend = await demo.textContent('#backend');
+  const shot = PNG.sync.read(await demo.screenshot());
+  await demo.close();
+  // The typed text is upright: the classifier must say 0°, and say it with confidence.
+  assert.match(text, /upright \(0°\), \d+(\.\d+)?% sure/);
+  assert.match(backend, /^(webgpu|cpu): /);
+  // Not blank: a fair share of the pixels differ from the page background.
+  let ink = 0;
+  for (let i = 0; i < shot.data.length; i += 4) {
+    if (shot.data[i] < 200 || shot.data[i + 1] < 200 || shot.data[i + 2] < 200) ink++;
+  }
+  assert.ok(ink > 2000, `the screenshot is nearly blank (${ink} dark pixels)`);
+});

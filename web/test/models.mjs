@@ -1,0 +1,33 @@
+// The shared real models and their test data files (read from TESSERA_SHARED or ../shared).
+import { readdirSync, statSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { shared } from './serve.mjs';
+
+export const modelsDir = join(shared, 'models');
+
+/** Every model folder with a model.onnx, and the .pb files of its first data set. */
+export function sharedModels() {
+  if (!existsSync(modelsDir)) {
+    throw new Error(`shared models not found at ${modelsDir}: set TESSERA_SHARED`);
+  }
+  return readdirSync(modelsDir)
+    .filter((name) => existsSync(join(modelsDir, name, 'model.onnx')))
+    .sort()
+    .map((name) => {
+      const files = readdirSync(join(modelsDir, name, 'test_data_set_0')).sort(byIndex);
+      return {
+        name,
+        bytes: statSync(join(modelsDir, name, 'model.onnx')).size,
+        files: {
+          inputs: files.filter((f) => f.startsWith('input_')),
+          outputs: files.filter((f) => f.startsWith('output_')),
+        },
+      };
+    });
+}
+
+/** input_2.pb before input_10.pb. */
+function byIndex(a, b) {
+  const n = (f) => Number(f.match(/_(\d+)\.pb$/)?.[1] ?? 0);
+  return a.split('_')[0].localeCompare(b.split('_')[0]) || n(a) - n(b);
+}
