@@ -121,7 +121,12 @@ async fn open() -> std::result::Result<GpuContext, String> {
         .map_err(|e| format!("{e}; {}", crate::probe::why_no_adapter()))?;
     let info = adapter.get_info();
     let summary = AdapterSummary {
-        name: info.name.clone(),
+        // Browsers may withhold the adapter's name (privacy); say what it is instead.
+        name: if info.name.is_empty() {
+            "WebGPU adapter".into()
+        } else {
+            info.name.clone()
+        },
         api: format!("{:?}", info.backend),
         device_type: format!("{:?}", info.device_type),
         driver: format!("{} {}", info.driver, info.driver_info)
