@@ -32,3 +32,4 @@ fi
 cargo fmt --all -- --check
 # Release: the same build the README's main command uses, and the suites run in seconds.
 cargo test --workspace --release --locked
+./scripts/test-server.sh
