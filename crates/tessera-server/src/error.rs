@@ -14,6 +14,9 @@ pub enum ServerError {
     /// No such model, version or route (404).
     #[error("{0}")]
     NotFound(String),
+    /// The route exists but not for this HTTP method (405).
+    #[error("{0}")]
+    MethodNotAllowed(String),
     /// The body is larger than the server accepts (413).
     #[error("{0}")]
     PayloadTooLarge(String),
@@ -54,6 +57,7 @@ impl ServerError {
         match self {
             ServerError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ServerError::NotFound(_) => StatusCode::NOT_FOUND,
+            ServerError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ServerError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ServerError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ServerError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,

@@ -31,6 +31,7 @@ pub use error::ServerError;
 pub use registry::{ModelSpec, scan_repository};
 pub use worker::Batching;
 
+use axum::serve::ListenerExt;
 use metrics::Metrics;
 use registry::{Registry, WorkerOptions};
 use routes::AppState;
@@ -153,7 +154,13 @@ impl Server {
             ))
             .layer(TraceLayer::new_for_http());
         let signal_state = state.clone();
-        let result = axum::serve(self.listener, app)
+        // Small responses go out at once rather than waiting on Nagle's algorithm.
+        let listener = self.listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!("cannot set TCP_NODELAY: {e}");
+            }
+        });
+        let result = axum::serve(listener, app)
             .with_graceful_shutdown(async move {
                 shutdown.await;
                 signal_state.ready.store(false, Ordering::SeqCst);

@@ -52,6 +52,7 @@ pub fn router(state: Arc<AppState>, max_body_bytes: usize) -> Router {
         )
         .route("/metrics", get(metrics))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .with_state(state)
 }
@@ -115,6 +116,10 @@ async fn metrics(State(state): Shared) -> Result<Response, ServerError> {
 
 async fn not_found() -> ServerError {
     ServerError::NotFound("no such route".into())
+}
+
+async fn method_not_allowed(method: axum::http::Method) -> ServerError {
+    ServerError::MethodNotAllowed(format!("{method} is not allowed on this route"))
 }
 
 async fn infer(

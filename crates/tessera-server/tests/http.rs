@@ -67,6 +67,9 @@ fn health_and_metadata_routes() {
         assert_eq!(response.status, 404, "{path}");
         assert!(!response.error().is_empty());
     }
+    let response = request(server.addr, "GET", INFER, &[], b"");
+    assert_eq!(response.status, 405);
+    assert!(response.error().contains("GET"));
     assert!(server.stop().is_ok());
 }
 
