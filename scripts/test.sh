@@ -33,3 +33,4 @@ cargo fmt --all -- --check
 # Release: the same build the README's main command uses, and the suites run in seconds.
 cargo test --workspace --release --locked
 ./scripts/test-web.sh
+./scripts/test-server.sh

@@ -30,6 +30,8 @@ pub enum Command {
     /// Run the same inputs on several backends, compare every output, and name the first node
     /// where they part.
     Compare(CompareArgs),
+    /// Serve models over HTTP with the Open Inference Protocol (KServe v2 / Triton).
+    Serve(ServeArgs),
 }
 
 /// Where and how to run.
@@ -168,4 +170,41 @@ pub struct BenchArgs {
 
 fn parse_backend(s: &str) -> Result<Backend, String> {
     s.parse()
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// A model to serve, as NAME=PATH.onnx; repeatable.
+    #[arg(long = "model", value_name = "NAME=PATH")]
+    pub models: Vec<String>,
+    /// A folder with one folder per model: NAME/model.onnx, or NAME/<version>/model.onnx.
+    #[arg(long, value_name = "DIR")]
+    pub model_repository: Option<PathBuf>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub host: std::net::IpAddr,
+    /// Port to listen on (0: any free port; the chosen one is printed).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Threads running each model (each runs one request or batch at a time).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub workers: u16,
+    /// Requests a model may have waiting; more are refused with 503.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub queue: u32,
+    /// Largest request body in MiB (413 above).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_body_mib: u32,
+    /// Longest a request may wait and run, in seconds (504 after).
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout_s: f64,
+    /// Dynamic batching: merge queued requests into runs of up to this many rows (first dim),
+    /// for models whose inputs all have an open first dim. Off unless given.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_batch: Option<u32>,
+    /// With --max-batch: how long to wait for more requests after the first, in µs.
+    #[arg(long, default_value_t = 500, requires = "max_batch")]
+    pub batch_timeout_us: u64,
 }

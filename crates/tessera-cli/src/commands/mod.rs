@@ -6,6 +6,7 @@ mod compare;
 mod devices;
 mod inspect;
 mod run;
+mod serve;
 
 use crate::args::{Cli, Command, EngineArgs};
 use std::process::ExitCode;
@@ -19,6 +20,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check(args) => check::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Serve(args) => serve::run(args),
     }
 }
 
