@@ -1,7 +1,7 @@
 // Benchmark (not a test): the shared real models in one headless Chromium, on Tessera's cpu
 // (wasm SIMD, one thread) and webgpu backends and on onnxruntime-web's wasm (one thread) and
 // webgpu backends, interleaved per model. Prints median latencies and ratios tessera/ort.
-// Usage: node bench/browser_vs_ort_web.mjs [--runs N] [--warmup W] [--models a,b]
+// Usage: node bench/browser_vs_ort_web.mjs [--runs N] [--warmup W] [--models a,b] [--backends cpu,webgpu]
 import { chromium } from 'playwright-core';
 import { startServer } from '../test/serve.mjs';
 import { sharedModels } from '../test/models.mjs';
@@ -10,6 +10,7 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, arg, i, all
 const runs = Number(args.runs ?? 10);
 const warmup = Number(args.warmup ?? 2);
 const only = args.models?.split(',');
+const backends = (args.backends ?? 'cpu,webgpu').split(',');
 const models = sharedModels().filter((m) => !only || only.includes(m.name));
 
 const server = await startServer();
@@ -21,7 +22,7 @@ await page.waitForFunction(() => window.benchReady === true);
 const adapter = await page.evaluate(async () => (await navigator.gpu?.requestAdapter())?.info?.architecture ?? 'none');
 console.log(`Chromium ${browser.version()}, WebGPU adapter: ${adapter}; median of ${runs} runs after ${warmup} warm-up; ort-web wasm on 1 thread`);
 
-const fmt = (r) => (r.error ? 'error' : r.ms.toFixed(1));
+const fmt = (r) => (r.error === 'not measured' ? '–' : r.error ? 'error' : r.ms.toFixed(1));
 const ratio = (a, b) => (a.error || b.error ? '–' : (a.ms / b.ms).toFixed(2));
 const rows = [];
 console.log('| model | tessera cpu ms | ort-web wasm ms | cpu ratio | tessera webgpu ms | ort-web webgpu ms | webgpu ratio |');
@@ -29,11 +30,15 @@ console.log('| --- | --- | --- | --- | --- | --- | --- |');
 for (const model of models) {
   const r = {};
   for (const [key, runtime, backend] of [['tc', 'tessera', 'cpu'], ['oc', 'ort', 'wasm'], ['tg', 'tessera', 'webgpu'], ['og', 'ort', 'webgpu']]) {
+    if (!backends.includes(backend === 'wasm' ? 'cpu' : backend)) {
+      r[key] = { error: 'not measured' };
+      continue;
+    }
     r[key] = await page.evaluate(([n, f, rt, b, w, k]) => window.bench(n, f, rt, b, w, k), [model.name, model.files, runtime, backend, warmup, runs]);
   }
   rows.push(r);
   console.log(`| ${model.name} | ${fmt(r.tc)} | ${fmt(r.oc)} | ${ratio(r.tc, r.oc)} | ${fmt(r.tg)} | ${fmt(r.og)} | ${ratio(r.tg, r.og)} |`);
-  for (const [k, v] of Object.entries(r)) if (v.error) console.log(`  ${k}: ${v.error}`);
+  for (const [k, v] of Object.entries(r)) if (v.error && v.error !== 'not measured') console.log(`  ${k}: ${v.error}`);
 }
 const geomean = (pairs) => {
   const ok = pairs.filter(([a, b]) => !a.error && !b.error);
