@@ -590,16 +590,44 @@ def main(argv):
           "(see baseline_rss_mb in --json-out).")
     print()
 
+    # Peak RSS side by side, in MB, and above each process's floor: ORT's baseline_rss_mb (Python,
+    # numpy and onnxruntime imported, no model) and Tessera's `tessera --help` (binary, no model).
+    tessera_floor = None
+    if args.only in ("both", "tessera"):
+        rc, _, _, tessera_floor, _ = run_child([args.tessera, "--help"], 60)
+        if rc != 0:
+            tessera_floor = None
+    print("| model | threads | tessera peak RSS MB | ort peak RSS MB | ratio | "
+          "tessera above floor MB | ort above floor MB | ratio above floor |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for row in rows:
+        t, o = row["tessera"], row["ort"]
+        tr, orr = rss_of(t), rss_of(o)
+        o_floor = o.get("baseline_rss_mb") if o and "error" not in o else None
+        t_net = tr - tessera_floor if tr and tessera_floor else None
+        o_net = orr - o_floor if orr and o_floor else None
+        row["rss_net_ratio"] = (t_net / o_net) if t_net and o_net and o_net > 0 else None
+        mb = lambda x: "—" if x is None else f"{x:.1f}"
+        print(f"| {row['model']} | {row['threads']} | {mb(tr)} | {mb(orr)} | "
+              f"{fmt_ratio(row['rss_ratio'])} | {mb(t_net)} | {mb(o_net)} | "
+              f"{fmt_ratio(row['rss_net_ratio'])} |")
+    print()
+    print(f"Floors: tessera {'—' if tessera_floor is None else f'{tessera_floor:.1f}'} MB "
+          "(`tessera --help`), onnxruntime per child (Python + numpy + onnxruntime imported).")
+    print()
+
     summary = {"geomean": {}, "slower_with_more_threads": {}}
-    print("| threads | models (both ok) | geomean latency ratio | geomean load-time ratio | geomean peak-RSS ratio |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
+    print("| threads | models (both ok) | geomean latency ratio | geomean load-time ratio | "
+          "geomean peak-RSS ratio | geomean RSS-above-floor ratio |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     for th in threads_list:
         rs = [r for r in rows if r["threads"] == th and r["latency_ratio"] is not None]
-        g = {k: geomean([r[k] for r in rs]) for k in ("latency_ratio", "load_ratio", "rss_ratio")}
+        g = {k: geomean([r[k] for r in rs])
+             for k in ("latency_ratio", "load_ratio", "rss_ratio", "rss_net_ratio")}
         g["n"] = len(rs)
         summary["geomean"][str(th)] = g
         print(f"| {th} | {len(rs)} | {fmt_ratio(g['latency_ratio'])} | {fmt_ratio(g['load_ratio'])} | "
-              f"{fmt_ratio(g['rss_ratio'])} |")
+              f"{fmt_ratio(g['rss_ratio'])} | {fmt_ratio(g['rss_net_ratio'])} |")
     print()
 
     ts = sorted(set(threads_list))
