@@ -32,3 +32,5 @@ fi
 cargo fmt --all -- --check
 # Release: the same build the README's main command uses, and the suites run in seconds.
 cargo test --workspace --release --locked
+# Edge boards: static arm64/armv7 binaries checked on real models under qemu.
+./scripts/test-edge.sh
