@@ -155,7 +155,8 @@ def ort_child(argv):
         "model": a.name, "backend": "ort-cpu", "threads": a.threads, "runs": runs,
         "warmup": warmup, "load_ms": load_ms, "first_run_ms": first_run_ms,
         **summarize(times),
-        "peak_rss_mb": peak_kb / 1024.0,
+        # VmHWM belongs to this exec'd process; ru_maxrss can include the parent's RSS at fork.
+        "peak_rss_mb": _proc_status_mb("VmHWM") or peak_kb / 1024.0,
         "baseline_rss_mb": baseline_rss_mb,
         "ort_version": ort.__version__,
     }
@@ -419,10 +420,11 @@ def geomean(xs):
 
 
 def rss_of(r):
-    # Same measurement for both runtimes: the child's ru_maxrss from wait4.
+    # Same measurement for both runtimes: each process's own VmHWM (peak_rss_mb). wait4's
+    # ru_maxrss is only a fallback: on Linux it includes this script's RSS at fork (~60 MB).
     if r is None or "error" in r:
         return None
-    return r.get("wait4_peak_rss_mb") or r.get("peak_rss_mb")
+    return r.get("peak_rss_mb") or r.get("wait4_peak_rss_mb")
 
 
 def combine_rounds(rs):
@@ -586,48 +588,35 @@ def main(argv):
               f"{fmt_ratio(row['rss_ratio'])} |")
     print()
     print("Ratios are tessera / onnxruntime (below 1: Tessera faster or smaller). "
-          "Peak RSS is each child's ru_maxrss; the ORT child's includes the Python interpreter "
+          "Peak RSS is each process's own VmHWM; the ORT child's includes the Python interpreter "
           "(see baseline_rss_mb in --json-out).")
     print()
 
-    # Peak RSS side by side, in MB, and above each process's floor: ORT's baseline_rss_mb (Python,
-    # numpy and onnxruntime imported, no model) and Tessera's `tessera --help` (binary, no model).
-    tessera_floor = None
-    if args.only in ("both", "tessera"):
-        rc, _, _, tessera_floor, _ = run_child([args.tessera, "--help"], 60)
-        if rc != 0:
-            tessera_floor = None
+    # Peak RSS side by side, in MB; onnxruntime's also above its floor (baseline_rss_mb: Python,
+    # numpy and onnxruntime imported, no model loaded).
     print("| model | threads | tessera peak RSS MB | ort peak RSS MB | ratio | "
-          "tessera above floor MB | ort above floor MB | ratio above floor |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "ort floor MB | ort above floor MB |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    mb = lambda x: "—" if x is None else f"{x:.1f}"
     for row in rows:
         t, o = row["tessera"], row["ort"]
-        tr, orr = rss_of(t), rss_of(o)
         o_floor = o.get("baseline_rss_mb") if o and "error" not in o else None
-        t_net = tr - tessera_floor if tr and tessera_floor else None
+        orr = rss_of(o)
         o_net = orr - o_floor if orr and o_floor else None
-        row["rss_net_ratio"] = (t_net / o_net) if t_net and o_net and o_net > 0 else None
-        mb = lambda x: "—" if x is None else f"{x:.1f}"
-        print(f"| {row['model']} | {row['threads']} | {mb(tr)} | {mb(orr)} | "
-              f"{fmt_ratio(row['rss_ratio'])} | {mb(t_net)} | {mb(o_net)} | "
-              f"{fmt_ratio(row['rss_net_ratio'])} |")
-    print()
-    print(f"Floors: tessera {'—' if tessera_floor is None else f'{tessera_floor:.1f}'} MB "
-          "(`tessera --help`), onnxruntime per child (Python + numpy + onnxruntime imported).")
+        print(f"| {row['model']} | {row['threads']} | {mb(rss_of(t))} | {mb(orr)} | "
+              f"{fmt_ratio(row['rss_ratio'])} | {mb(o_floor)} | {mb(o_net)} |")
     print()
 
     summary = {"geomean": {}, "slower_with_more_threads": {}}
-    print("| threads | models (both ok) | geomean latency ratio | geomean load-time ratio | "
-          "geomean peak-RSS ratio | geomean RSS-above-floor ratio |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| threads | models (both ok) | geomean latency ratio | geomean load-time ratio | geomean peak-RSS ratio |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
     for th in threads_list:
         rs = [r for r in rows if r["threads"] == th and r["latency_ratio"] is not None]
-        g = {k: geomean([r[k] for r in rs])
-             for k in ("latency_ratio", "load_ratio", "rss_ratio", "rss_net_ratio")}
+        g = {k: geomean([r[k] for r in rs]) for k in ("latency_ratio", "load_ratio", "rss_ratio")}
         g["n"] = len(rs)
         summary["geomean"][str(th)] = g
         print(f"| {th} | {len(rs)} | {fmt_ratio(g['latency_ratio'])} | {fmt_ratio(g['load_ratio'])} | "
-              f"{fmt_ratio(g['rss_ratio'])} | {fmt_ratio(g['rss_net_ratio'])} |")
+              f"{fmt_ratio(g['rss_ratio'])} |")
     print()
 
     ts = sorted(set(threads_list))
