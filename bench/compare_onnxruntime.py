@@ -155,7 +155,8 @@ def ort_child(argv):
         "model": a.name, "backend": "ort-cpu", "threads": a.threads, "runs": runs,
         "warmup": warmup, "load_ms": load_ms, "first_run_ms": first_run_ms,
         **summarize(times),
-        "peak_rss_mb": peak_kb / 1024.0,
+        # VmHWM belongs to this exec'd process; ru_maxrss can include the parent's RSS at fork.
+        "peak_rss_mb": _proc_status_mb("VmHWM") or peak_kb / 1024.0,
         "baseline_rss_mb": baseline_rss_mb,
         "ort_version": ort.__version__,
     }
@@ -419,10 +420,11 @@ def geomean(xs):
 
 
 def rss_of(r):
-    # Same measurement for both runtimes: the child's ru_maxrss from wait4.
+    # Same measurement for both runtimes: each process's own VmHWM (peak_rss_mb). wait4's
+    # ru_maxrss is only a fallback: on Linux it includes this script's RSS at fork (~60 MB).
     if r is None or "error" in r:
         return None
-    return r.get("wait4_peak_rss_mb") or r.get("peak_rss_mb")
+    return r.get("peak_rss_mb") or r.get("wait4_peak_rss_mb")
 
 
 def combine_rounds(rs):
@@ -586,8 +588,23 @@ def main(argv):
               f"{fmt_ratio(row['rss_ratio'])} |")
     print()
     print("Ratios are tessera / onnxruntime (below 1: Tessera faster or smaller). "
-          "Peak RSS is each child's ru_maxrss; the ORT child's includes the Python interpreter "
+          "Peak RSS is each process's own VmHWM; the ORT child's includes the Python interpreter "
           "(see baseline_rss_mb in --json-out).")
+    print()
+
+    # Peak RSS side by side, in MB; onnxruntime's also above its floor (baseline_rss_mb: Python,
+    # numpy and onnxruntime imported, no model loaded).
+    print("| model | threads | tessera peak RSS MB | ort peak RSS MB | ratio | "
+          "ort floor MB | ort above floor MB |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    mb = lambda x: "—" if x is None else f"{x:.1f}"
+    for row in rows:
+        t, o = row["tessera"], row["ort"]
+        o_floor = o.get("baseline_rss_mb") if o and "error" not in o else None
+        orr = rss_of(o)
+        o_net = orr - o_floor if orr and o_floor else None
+        print(f"| {row['model']} | {row['threads']} | {mb(rss_of(t))} | {mb(orr)} | "
+              f"{fmt_ratio(row['rss_ratio'])} | {mb(o_floor)} | {mb(o_net)} |")
     print()
 
     summary = {"geomean": {}, "slower_with_more_threads": {}}

@@ -34,3 +34,5 @@ cargo fmt --all -- --check
 cargo test --workspace --release --locked
 ./scripts/test-web.sh
 ./scripts/test-server.sh
+# Edge boards: static arm64/armv7 binaries checked on real models under qemu.
+./scripts/test-edge.sh

@@ -326,6 +326,23 @@ fn inspect_shows_symbolic_dims_and_ops() {
 }
 
 #[test]
+fn inspect_says_whether_a_model_is_quantized() {
+    let int8 = shared().join("models/ppocr_mobile_cls_qdq_int8/model.onnx");
+    let qlinear = shared().join("onnx-tests/node/test_qlinearconv/model.onnx");
+    let float = example().join("model.onnx");
+    for (model, expected) in [(&int8, "yes"), (&qlinear, "yes"), (&float, "no")] {
+        let output = tessera(&["inspect", model.to_str().unwrap()]);
+        let (stdout, stderr) = text(&output);
+        assert!(output.status.success(), "{stderr}");
+        assert!(
+            stdout.contains(&format!("quantized: {expected}")),
+            "{}: {stdout}",
+            model.display()
+        );
+    }
+}
+
+#[test]
 fn bench_reports_json() {
     let input = format!(
         "x={}",

@@ -29,22 +29,26 @@ pub struct Model {
 }
 
 impl Model {
-    /// Loads a model file. The file is memory-mapped while it is decoded; tensors stored as
-    /// external data are read from the model's folder.
+    /// Loads a model file. The file is memory-mapped only while it is decoded: the map is
+    /// released before tract builds its tensors, so the weights are never resident three times
+    /// (file pages, protobuf, tensors). Tensors stored as external data are read from the
+    /// model's folder.
     pub fn load(path: impl AsRef<Path>) -> Result<Model> {
         let path = path.as_ref();
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        // SAFETY: the map is read-only and dropped before this function returns; a file
-        // truncated underneath us is the one hazard, as with every mmap-based loader.
+        // SAFETY: the map is read-only and dropped right after decoding; a file truncated
+        // underneath us is the one hazard, as with every mmap-based loader.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-        let mut model = Model::from_bytes_in_dir(&map, path.parent())?;
+        let proto = decode(&map);
+        drop(map);
+        let mut model = Model::from_proto_in_dir(proto?, path.parent())?;
         model.source = Some(path.to_path_buf());
         Ok(model)
     }
 
     /// Loads a model from bytes held in memory (no external data).
     pub fn from_bytes(bytes: &[u8]) -> Result<Model> {
-        Model::from_bytes_in_dir(bytes, None)
+        Model::from_proto_in_dir(decode(bytes)?, None)
     }
 
     /// Reads a model's declared interface without preparing it, with the op types that
@@ -62,8 +66,7 @@ impl Model {
         Ok((info, unsupported))
     }
 
-    fn from_bytes_in_dir(bytes: &[u8], dir: Option<&Path>) -> Result<Model> {
-        let mut proto = decode(bytes)?;
+    fn from_proto_in_dir(mut proto: pb::ModelProto, dir: Option<&Path>) -> Result<Model> {
         let info = ModelInfo::from_proto(&proto)?;
         if let Some(graph) = proto.graph.as_mut() {
             forget_symbolic_annotations(graph, true);

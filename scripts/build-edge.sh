@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds the static, cpu-only `tessera` binary for an edge board.
+# Usage: scripts/build-edge.sh TARGET [CARGO_PROFILE]   (profile: release (default) or dist)
+#   TARGET: aarch64-unknown-linux-musl | armv7-unknown-linux-gnueabihf | x86_64-unknown-linux-musl
+# Prints the binary's path last. Needs `rustup target add TARGET` and, for the arm targets,
+# Debian's cross gcc (gcc-aarch64-linux-gnu / gcc-arm-linux-gnueabihf): tract-linalg assembles
+# its NEON kernels with it, and it drives the link. musl targets link Rust's self-contained musl
+# CRT and libc; armv7 uses glibc linked statically (`+crt-static`) because rustup has no
+# armv7 musl standard library for this toolchain.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target="${1:?usage: scripts/build-edge.sh TARGET [release|dist]}"
+profile="${2:-release}"
+
+case "$target" in
+aarch64-unknown-linux-musl) gcc=aarch64-linux-gnu-gcc ;;
+armv7-unknown-linux-gnueabihf) gcc=arm-linux-gnueabihf-gcc ;;
+x86_64-unknown-linux-musl) gcc=gcc ;;
+*)
+    echo "error: unknown edge target '$target'" >&2
+    exit 2
+    ;;
+esac
+if ! command -v "$gcc" >/dev/null 2>&1; then
+    echo "error: $gcc not found (Debian: apt-get install ${gcc%-gcc}-gcc... see README 'Edge boards')" >&2
+    exit 1
+fi
+if ! rustup target list --installed | grep -qx "$target"; then
+    rustup target add "$target"
+fi
+
+env_target="$(echo "$target" | tr '[:lower:]-' '[:upper:]_')"
+export "CARGO_TARGET_${env_target}_LINKER=$gcc"
+export "CC_${target//-/_}=$gcc"
+# Static: musl targets are static by default; glibc needs crt-static.
+export "CARGO_TARGET_${env_target}_RUSTFLAGS=-C target-feature=+crt-static"
+
+cargo build --locked --profile "$profile" --target "$target" -p tessera-cli --no-default-features >&2
+dir="$profile"
+[ "$profile" = dev ] && dir=debug
+echo "${CARGO_TARGET_DIR:-target}/$target/$dir/tessera"

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Edge boards: builds the static, cpu-only `tessera` for arm64 and runs
+# `tessera check` on shared real models under qemu user-mode emulation, so tract's NEON kernels
+# run for real. Fails on the first model whose outputs do not match onnxruntime's.
+# CI uses the `release` profile (no fat LTO: a cold build stays short); the size-optimised
+# `dist` binaries are built by hand (README, "Edge boards").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export TESSERA_SHARED="${TESSERA_SHARED:-$(cd .. && pwd)/shared}"
+
+scripts/ensure-packages.sh aarch64-linux-gnu-gcc=gcc-aarch64-linux-gnu qemu-aarch64=qemu-user \
+    readelf=binutils
+
+# Small and mid-sized models covering conv, int8 QDQ, LSTM with If, Conv1d, attention.
+# The int8 model's tolerance is the one tests/real_models.rs states (a u8 rounding step).
+models=(
+    "ppocr_mobile_cls"
+    "ppocr_mobile_cls_qdq_int8 --atol 0.004"
+    "mtcnn_onet"
+    "silero_vad_v5"
+    "magika_v3_3"
+    "ppocrv4_rec"
+)
+
+check_target() {
+    local target="$1" qemu="$2" machine="$3" bin
+    local start=$SECONDS
+    bin="$(scripts/build-edge.sh "$target" release)"
+    echo "edge: built $bin in $((SECONDS - start)) s"
+    # A static binary: no program interpreter and no shared libraries.
+    if readelf -l "$bin" | grep -q INTERP || readelf -d "$bin" | grep -q NEEDED; then
+        echo "error: $bin is not statically linked" >&2
+        readelf -d "$bin" >&2 || true
+        exit 1
+    fi
+    if ! readelf -h "$bin" | grep -q "Machine: *$machine"; then
+        echo "error: $bin is not a $machine binary" >&2
+        exit 1
+    fi
+    start=$SECONDS
+    for entry in "${models[@]}"; do
+        read -r name args <<<"$entry"
+        echo "edge: $qemu tessera check $name $args"
+        # shellcheck disable=SC2086 # args holds separate words
+        if ! "$qemu" "$bin" check "$TESSERA_SHARED/models/$name" --threads 2 $args; then
+            echo "error: $name fails on $target under $qemu" >&2
+            exit 1
+        fi
+    done
+    echo "edge: ${#models[@]} models pass on $target under $qemu in $((SECONDS - start)) s"
+}
+
+check_target aarch64-unknown-linux-musl qemu-aarch64 AArch64
+# armv7 (scripts/build-edge.sh armv7-unknown-linux-gnueabihf, run with qemu-arm) is not checked
+# here yet: its build has not been verified (README, "Edge boards").
