@@ -2,7 +2,7 @@
 // TS_EXPR: the conversion of `v` (a bitcast and wrap, or one of the functions below).
 // Floats to integers truncate toward zero and saturate at the target's range, NaN gives 0
 // (Rust's `as`, which the reference uses); floats to bool test the bits, so -0.0 is false
-// and NaN true. WGSL may assume NaN never occurs, so NaN is detected from the bits.
+// and NaN true. NaN is detected from the bits, as in the WGSL twin.
 // params: [n]
 struct Kernel {
     const u32* params;

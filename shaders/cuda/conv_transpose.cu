@@ -5,7 +5,7 @@
 // w: `O, I/group, kd, kh, kw`; bias: one value per output channel, or one for all (or absent).
 // Spatial axes are padded to three (d, h, w) with unit axes in front. `output` already
 // includes output_padding (ONNX adjustments): positions no tap reaches get the bias alone.
-// params: as conv.wgsl: [total, out_channels, in_per_group, out_per_group, kernel_size,
+// params: as conv.cu: [total, out_channels, in_per_group, out_per_group, kernel_size,
 //          channels_last, output_spatial_size, x_batch_stride, x_channel_stride, bias_mode,
 //          then per axis d, h, w: input, output, kernel, stride, dilation, pad_before, x_stride,
 //          pad_after]

@@ -1,7 +1,7 @@
 // C[b, m, n] = sum_k A[b, m, k] * B[b, k, n] with one thread per element of C: for products
 // where m or n is tiny (matrix-vector), which a 32x32 tile would mostly waste.
 // TS_T: element word (accumulated in it); TS_WRAP narrows integer results.
-// params: as matmul.wgsl: [m, k, n, batch, rank, a_off, a_rs, a_cs, b_off, b_rs, b_cs,
+// params: as matmul.cu: [m, k, n, batch, rank, a_off, a_rs, a_cs, b_off, b_rs, b_cs,
 //          c_off, c_rs, c_cs, batch_dims[rank], a_batch_strides[rank], b_batch_strides[rank],
 //          c_batch_strides[rank]]
 // Grid: one thread per element of C (batch * m * n).

@@ -15,7 +15,7 @@ struct Kernel {
     TS_OUT* y;
 
 
-    // Saturating f32 -> i32 (NaN is detected from the bits: WGSL may assume it never occurs).
+    // Saturating f32 -> i32 (NaN is detected from the bits).
     __device__ i32 f32_to_i32(f32 v) {
         if ((bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u) { return 0; }
         if (v >= 2147483648.0f) { return 2147483647; }
@@ -24,7 +24,7 @@ struct Kernel {
     }
 
     __device__ u32 quantize(f32 v) {
-        // WGSL's rintf() rounds half to even.
+        // rintf rounds half to even.
         // Clamp before adding the zero point, so a huge input saturates instead of wrapping.
         const auto zero = param_i32(2u);
         const auto q = w_clamp(f32_to_i32(rintf(v * param_f32(1u))), param_i32(3u) - zero, param_i32(4u) - zero);

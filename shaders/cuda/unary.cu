@@ -38,7 +38,7 @@ struct Kernel {
         return w_sign(x) * floorf(w_abs(x) + 0.5f);
     }
 
-    // pow with C semantics for negative bases and integer exponents (WGSL's pow is undefined there).
+    // pow with C semantics for negative bases and integer exponents (powf's own rules differ).
     __device__ f32 pow_f32(f32 b, f32 e) {
         if (e == 0.0f) { return 1.0f; }
         if (b == 0.0f) { return select(bitcast<f32>(0x7f800000u), 0.0f, e > 0.0f); }
