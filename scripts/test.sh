@@ -30,6 +30,7 @@ if ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
 fi
 
 cargo fmt --all -- --check
+./scripts/check-cuda-kernels.sh
 # Release: the same build the README's main command uses, and the suites run in seconds.
 cargo test --workspace --release --locked
 ./scripts/test-web.sh

@@ -1,5 +1,7 @@
 //! The ONNX node test suite (`../shared/onnx-tests/node`) and the small multi-node suites beside
-//! it, on cpu and on wgpu. Tolerances: rtol 1e-3, atol 1e-5 (the suite's own), no exceptions.
+//! it, on cpu, on wgpu, and on cuda where a CUDA device is present (skipped with the reason
+//! otherwise; until `expected/cuda_<suite>_pass.txt` exists, cuda reports its pass rate and must
+//! pass 80% of the cpu passes, like wgpu). Tolerances: rtol 1e-3, atol 1e-5 (the suite's own), no exceptions.
 //!
 //! cpu: the pass set must contain every name in `expected/cpu_<suite>_pass.txt`.
 //! wgpu (strict placement: no host fallback): the cases that pass on cpu are run; the pass set
@@ -69,7 +71,10 @@ fn suite(subdir: &str, backend: Backend) -> BTreeSet<String> {
         regressed.is_empty(),
         "tests listed in tests/expected/{list} no longer pass: {regressed:?}"
     );
-    assert!(!expected.is_empty(), "tests/expected/{list} is empty");
+    // cuda's lists are written by the first GPU session (`scripts/cuda-device-check.sh`).
+    if backend != Backend::Cuda {
+        assert!(!expected.is_empty(), "tests/expected/{list} is empty");
+    }
     if backend != Backend::Cpu {
         let share = passed.len() as f64 / cpu_passes.len().max(1) as f64;
         println!(
@@ -109,5 +114,21 @@ fn node_suite_on_wgpu() {
 fn small_model_suites_on_wgpu() {
     for subdir in ["simple", "pytorch-converted", "pytorch-operator"] {
         suite(subdir, Backend::Wgpu);
+    }
+}
+
+#[test]
+fn node_suite_on_cuda() {
+    if device_present(Backend::Cuda) {
+        suite("node", Backend::Cuda);
+    }
+}
+
+#[test]
+fn small_model_suites_on_cuda() {
+    if device_present(Backend::Cuda) {
+        for subdir in ["simple", "pytorch-converted", "pytorch-operator"] {
+            suite(subdir, Backend::Cuda);
+        }
     }
 }

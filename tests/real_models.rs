@@ -1,5 +1,6 @@
-//! The 20 real models of `../shared/models/` on cpu and on wgpu (lavapipe in CI, strict
-//! placement: nothing falls back to the host), against onnxruntime's reference outputs, within
+//! The 20 real models of `../shared/models/` on cpu, on wgpu (lavapipe in CI) and on cuda
+//! (where a CUDA device is present; skipped with the reason otherwise), with strict placement
+//! (nothing falls back to the host), against onnxruntime's reference outputs, within
 //! rtol 1e-3 / atol 1e-4. Every model must pass; a looser tolerance for a model is listed in
 //! `LOOSER` with its reason.
 
@@ -60,4 +61,11 @@ fn real_models_on_cpu() {
 #[test]
 fn real_models_on_wgpu() {
     real_models(Backend::Wgpu);
+}
+
+#[test]
+fn real_models_on_cuda() {
+    if device_present(Backend::Cuda) {
+        real_models(Backend::Cuda);
+    }
 }

@@ -185,3 +185,17 @@ pub fn report(title: &str, results: &[CaseResult]) -> BTreeSet<String> {
     );
     passed
 }
+
+/// Whether `backend` has a usable device here; prints why not (GPU-only tests skip then, and only
+/// then: a backend that is not compiled in is a failure, not a skip).
+pub fn device_present(backend: tessera::Backend) -> bool {
+    let status = tessera::backend_status(backend);
+    assert!(
+        status.compiled_in,
+        "{backend} is not compiled into the conformance harness"
+    );
+    if !status.available {
+        println!("skipped: no {backend} device here ({})", status.detail);
+    }
+    status.available
+}

@@ -46,6 +46,9 @@ pub fn backend_status(backend: Backend) -> BackendStatus {
         Backend::Wgpu => tessera_wgpu::status(),
         #[cfg(not(feature = "wgpu"))]
         Backend::Wgpu => BackendStatus::not_compiled_in(Backend::Wgpu, "wgpu"),
+        #[cfg(feature = "cuda")]
+        Backend::Cuda => tessera_cuda::status(),
+        #[cfg(not(feature = "cuda"))]
         Backend::Cuda => BackendStatus::not_compiled_in(Backend::Cuda, "cuda"),
         Backend::Auto => {
             let (picked, _) =

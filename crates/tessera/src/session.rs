@@ -107,6 +107,14 @@ impl SessionBuilder {
                     allow_fallback: self.allow_fallback,
                 },
             )?),
+            #[cfg(feature = "cuda")]
+            Backend::Cuda => Engine::Cuda(tessera_cuda::CudaSession::new(
+                model.clone(),
+                tessera_cuda::CudaOptions {
+                    allow_fallback: self.allow_fallback,
+                },
+            )?),
+            #[allow(unreachable_patterns)]
             other => {
                 return Err(Error::BackendUnavailable {
                     backend: other.to_string(),
@@ -130,6 +138,8 @@ enum Engine {
     Cpu(tessera_cpu::CpuSession),
     #[cfg(feature = "wgpu")]
     Wgpu(tessera_wgpu::WgpuSession),
+    #[cfg(feature = "cuda")]
+    Cuda(tessera_cuda::CudaSession),
 }
 
 /// A model bound to one backend. Plans are built per input signature and cached.
@@ -162,6 +172,8 @@ impl Session {
         match &self.engine {
             #[cfg(feature = "wgpu")]
             Engine::Wgpu(wgpu) => Some(wgpu.adapter()),
+            #[cfg(feature = "cuda")]
+            Engine::Cuda(cuda) => Some(cuda.device_name()),
             #[allow(unreachable_patterns)]
             _ => None,
         }
@@ -192,6 +204,8 @@ impl Session {
             Engine::Cpu(cpu) => cpu.run(ordered)?,
             #[cfg(feature = "wgpu")]
             Engine::Wgpu(wgpu) => wgpu.run(ordered)?,
+            #[cfg(feature = "cuda")]
+            Engine::Cuda(cuda) => cuda.run(ordered)?,
         };
         Ok(self.name_outputs(outputs))
     }
@@ -224,6 +238,8 @@ impl Session {
         match &self.engine {
             #[cfg(feature = "wgpu")]
             Engine::Wgpu(wgpu) => Ok(DeviceTensor::Wgpu(wgpu.upload(&tensor)?)),
+            #[cfg(feature = "cuda")]
+            Engine::Cuda(cuda) => Ok(DeviceTensor::Cuda(cuda.upload(&tensor)?)),
             #[allow(unreachable_patterns)]
             _ => Ok(DeviceTensor::Host(tensor)),
         }
@@ -245,11 +261,29 @@ impl Session {
                     .map(|input| match input {
                         DeviceTensor::Host(t) => Ok(tessera_wgpu::WgpuInput::Host(t)),
                         DeviceTensor::Wgpu(t) => Ok(tessera_wgpu::WgpuInput::Device(t)),
+                        #[allow(unreachable_patterns)]
+                        other => Ok(tessera_wgpu::WgpuInput::Host(other.to_host()?)),
                     })
                     .collect::<Result<Vec<_>>>()?;
                 wgpu.run_on_device(feeds)?
                     .into_iter()
                     .map(DeviceTensor::Wgpu)
+                    .collect()
+            }
+            #[cfg(feature = "cuda")]
+            Engine::Cuda(cuda) => {
+                let feeds = ordered
+                    .into_iter()
+                    .map(|input| match input {
+                        DeviceTensor::Host(t) => Ok(tessera_cuda::CudaInput::Host(t)),
+                        DeviceTensor::Cuda(t) => Ok(tessera_cuda::CudaInput::Device(t)),
+                        #[allow(unreachable_patterns)]
+                        other => Ok(tessera_cuda::CudaInput::Host(other.to_host()?)),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                cuda.run_on_device(feeds)?
+                    .into_iter()
+                    .map(DeviceTensor::Cuda)
                     .collect()
             }
             #[allow(unreachable_patterns)]
@@ -282,6 +316,8 @@ impl Session {
         match &self.engine {
             #[cfg(feature = "wgpu")]
             Engine::Wgpu(wgpu) => Ok(Some(wgpu.report(&ordered)?)),
+            #[cfg(feature = "cuda")]
+            Engine::Cuda(cuda) => Ok(Some(cuda.report(&ordered)?)),
             #[allow(unreachable_patterns)]
             _ => {
                 drop(ordered);
@@ -297,6 +333,8 @@ impl Session {
         match &self.engine {
             #[cfg(feature = "wgpu")]
             Engine::Wgpu(wgpu) => Ok(Some(wgpu.trace(&ordered)?)),
+            #[cfg(feature = "cuda")]
+            Engine::Cuda(cuda) => Ok(Some(cuda.trace(&ordered)?)),
             #[allow(unreachable_patterns)]
             _ => {
                 drop(ordered);
@@ -310,6 +348,8 @@ impl Session {
         match &self.engine {
             #[cfg(feature = "wgpu")]
             Engine::Wgpu(wgpu) => Some(wgpu.last_transfers()),
+            #[cfg(feature = "cuda")]
+            Engine::Cuda(cuda) => Some(cuda.last_transfers()),
             #[allow(unreachable_patterns)]
             _ => None,
         }
@@ -323,6 +363,8 @@ impl Session {
             Engine::Cpu(cpu) => cpu.prepare(&ordered),
             #[cfg(feature = "wgpu")]
             Engine::Wgpu(wgpu) => wgpu.prepare(&ordered),
+            #[cfg(feature = "cuda")]
+            Engine::Cuda(cuda) => cuda.prepare(&ordered),
         }
     }
 }
@@ -333,6 +375,8 @@ pub enum DeviceTensor {
     Host(Tensor),
     #[cfg(feature = "wgpu")]
     Wgpu(tessera_wgpu::DeviceTensor),
+    #[cfg(feature = "cuda")]
+    Cuda(tessera_cuda::DeviceTensor),
 }
 
 impl DeviceTensor {
@@ -341,6 +385,8 @@ impl DeviceTensor {
             DeviceTensor::Host(t) => t.shape(),
             #[cfg(feature = "wgpu")]
             DeviceTensor::Wgpu(t) => t.shape(),
+            #[cfg(feature = "cuda")]
+            DeviceTensor::Cuda(t) => t.shape(),
         }
     }
 
@@ -349,6 +395,8 @@ impl DeviceTensor {
             DeviceTensor::Host(t) => t.dtype(),
             #[cfg(feature = "wgpu")]
             DeviceTensor::Wgpu(t) => t.dtype(),
+            #[cfg(feature = "cuda")]
+            DeviceTensor::Cuda(t) => t.dtype(),
         }
     }
 
@@ -358,6 +406,8 @@ impl DeviceTensor {
             DeviceTensor::Host(t) => Ok(t.clone()),
             #[cfg(feature = "wgpu")]
             DeviceTensor::Wgpu(t) => t.to_host(),
+            #[cfg(feature = "cuda")]
+            DeviceTensor::Cuda(t) => t.to_host(),
         }
     }
 }

@@ -1,0 +1,174 @@
+//! How each Tessera element type is held on the device.
+//!
+//! The cuda backend holds tensors exactly as the wgpu backend does (its kernels are the same
+//! families with the same parameters): every element takes one 32-bit word on the device:
+//!
+//! | Tessera type | device word | notes |
+//! |---|---|---|
+//! | f32 | `f32` | |
+//! | f16 | `f32` | widened on upload, rounded back to f16 on read-back |
+//! | i32, i16, i8 | `i32` | results of 8/16-bit arithmetic wrap to their width |
+//! | i64 | `i32` | narrowed on upload: runtime inputs outside the i32 range are an error; constants saturate (so `i64::MAX` "to the end" sentinels stay sentinels); widened on read-back. Arithmetic wraps at 32 bits. |
+//! | u32, u16, u8 | `u32` | results of 8/16-bit arithmetic wrap to their width |
+//! | bool | `u32` | 0 or 1 |
+//! | f64, u64 | — | not supported on cuda: placement names the step (their steps can fall back to the host) |
+
+use tessera_core::DType;
+
+/// The word type (`common.cuh`) that holds one element of `dtype`, or `None` when cuda cannot hold it.
+pub fn word(dtype: DType) -> Option<&'static str> {
+    match dtype {
+        DType::F32 | DType::F16 => Some("f32"),
+        DType::I32 | DType::I16 | DType::I8 | DType::I64 => Some("i32"),
+        DType::U32 | DType::U16 | DType::U8 | DType::Bool => Some("u32"),
+        DType::F64 | DType::U64 => None,
+    }
+}
+
+/// The function (from `common.cuh`) that wraps an integer result to the width of `dtype`,
+/// or `""` when the 32-bit word already has the right width. Use it as `{{WRAP}}(expr)`.
+pub fn wrap(dtype: DType) -> &'static str {
+    match dtype {
+        DType::U8 => "wrap_u8",
+        DType::U16 => "wrap_u16",
+        DType::I8 => "wrap_i8",
+        DType::I16 => "wrap_i16",
+        DType::Bool => "wrap_bool",
+        _ => "",
+    }
+}
+
+/// Bytes one element takes on the device.
+pub const WORD_BYTES: usize = 4;
+
+use tessera_core::{Error, Result, Tensor, TensorData};
+
+/// How to narrow i64 values that do not fit an i32 word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Narrowing {
+    /// An error naming the tensor (runtime inputs: a wrong answer would be silent).
+    Checked,
+    /// Clamp to the i32 range (constants: `i64::MAX` "to the end" sentinels stay sentinels).
+    Saturating,
+}
+
+/// The device words of `data`, as little-endian bytes.
+pub fn to_words(data: &TensorData, narrowing: Narrowing, what: &str) -> Result<Vec<u8>> {
+    fn bytes<T: Copy>(values: impl Iterator<Item = T>, f: impl Fn(T) -> [u8; 4]) -> Vec<u8> {
+        values.flat_map(f).collect()
+    }
+    Ok(match data {
+        TensorData::F32(v) => bytes(v.iter(), |x| x.to_le_bytes()),
+        TensorData::F16(v) => bytes(v.iter(), |x| x.to_f32().to_le_bytes()),
+        TensorData::I32(v) => bytes(v.iter(), |x| x.to_le_bytes()),
+        TensorData::I16(v) => bytes(v.iter(), |&x| i32::from(x).to_le_bytes()),
+        TensorData::I8(v) => bytes(v.iter(), |&x| i32::from(x).to_le_bytes()),
+        TensorData::U32(v) => bytes(v.iter(), |x| x.to_le_bytes()),
+        TensorData::U16(v) => bytes(v.iter(), |&x| u32::from(x).to_le_bytes()),
+        TensorData::U8(v) => bytes(v.iter(), |&x| u32::from(x).to_le_bytes()),
+        TensorData::Bool(v) => bytes(v.iter(), |&x| u32::from(x).to_le_bytes()),
+        TensorData::I64(v) => {
+            let mut out = Vec::with_capacity(v.len() * WORD_BYTES);
+            for &x in v {
+                let narrowed = match (i32::try_from(x), narrowing) {
+                    (Ok(n), _) => n,
+                    (Err(_), Narrowing::Saturating) => {
+                        x.clamp(i32::MIN.into(), i32::MAX.into()) as i32
+                    }
+                    (Err(_), Narrowing::Checked) => {
+                        return Err(Error::InputMismatch(format!(
+                            "{what} holds the int64 value {x}, outside the 32-bit range the cuda backend \
+                             holds int64 tensors in"
+                        )));
+                    }
+                };
+                out.extend_from_slice(&narrowed.to_le_bytes());
+            }
+            out
+        }
+        TensorData::F64(_) | TensorData::U64(_) => {
+            return Err(Error::UnsupportedDtype {
+                dtype: data.dtype().to_string(),
+                context: format!("{what} on cuda (held as 32-bit words)"),
+            });
+        }
+    })
+}
+
+/// A tensor of `dtype` and `shape` from its device words.
+pub fn from_words(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Result<Tensor> {
+    let words = bytes
+        .chunks_exact(WORD_BYTES)
+        .map(|c| [c[0], c[1], c[2], c[3]]);
+    let f = || words.clone().map(f32::from_le_bytes);
+    let i = || words.clone().map(i32::from_le_bytes);
+    let u = || words.clone().map(u32::from_le_bytes);
+    let data = match dtype {
+        DType::F32 => TensorData::F32(f().collect()),
+        DType::F16 => TensorData::F16(f().map(half::f16::from_f32).collect()),
+        DType::I32 => TensorData::I32(i().collect()),
+        DType::I64 => TensorData::I64(i().map(i64::from).collect()),
+        DType::I16 => TensorData::I16(i().map(|x| x as i16).collect()),
+        DType::I8 => TensorData::I8(i().map(|x| x as i8).collect()),
+        DType::U32 => TensorData::U32(u().collect()),
+        DType::U16 => TensorData::U16(u().map(|x| x as u16).collect()),
+        DType::U8 => TensorData::U8(u().map(|x| x as u8).collect()),
+        DType::Bool => TensorData::Bool(u().map(|x| x != 0).collect()),
+        DType::F64 | DType::U64 => {
+            return Err(Error::UnsupportedDtype {
+                dtype: dtype.to_string(),
+                context: "cuda tensors (held as 32-bit words)".into(),
+            });
+        }
+    };
+    Tensor::new(shape, data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_round_trip_every_held_type() {
+        let cases = vec![
+            Tensor::from_vec(vec![3], vec![1.5f32, -2.0, 0.0]).unwrap(),
+            Tensor::from_vec(
+                vec![2],
+                vec![half::f16::from_f32(0.5), half::f16::from_f32(-3.0)],
+            )
+            .unwrap(),
+            Tensor::from_vec(vec![3], vec![-5i64, 0, 1 << 30]).unwrap(),
+            Tensor::from_vec(vec![2], vec![-128i8, 127]).unwrap(),
+            Tensor::from_vec(vec![2], vec![255u8, 0]).unwrap(),
+            Tensor::from_vec(vec![2], vec![true, false]).unwrap(),
+            Tensor::from_vec(vec![2], vec![u32::MAX, 7]).unwrap(),
+        ];
+        for tensor in cases {
+            let words = to_words(tensor.data(), Narrowing::Checked, "x").unwrap();
+            assert_eq!(words.len(), tensor.len() * WORD_BYTES);
+            let back = from_words(tensor.dtype(), tensor.shape().to_vec(), &words).unwrap();
+            assert_eq!(back, tensor);
+        }
+    }
+
+    #[test]
+    fn int64_outside_i32_is_checked_or_saturated() {
+        let big = Tensor::from_vec(vec![2], vec![i64::MAX, i64::MIN]).unwrap();
+        let err = to_words(big.data(), Narrowing::Checked, "input 'ids'").unwrap_err();
+        assert!(err.to_string().contains("input 'ids'"), "{err}");
+        let words = to_words(big.data(), Narrowing::Saturating, "c").unwrap();
+        let back = from_words(DType::I64, vec![2], &words).unwrap();
+        assert_eq!(
+            back.as_slice::<i64>().unwrap(),
+            &[i32::MAX as i64, i32::MIN as i64]
+        );
+    }
+
+    #[test]
+    fn no_word_for_64_bit_types() {
+        assert_eq!(word(DType::F64), None);
+        assert_eq!(word(DType::U64), None);
+        let doubles = Tensor::from_vec(vec![1], vec![1.0f64]).unwrap();
+        assert!(to_words(doubles.data(), Narrowing::Checked, "x").is_err());
+    }
+}
