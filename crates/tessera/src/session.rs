@@ -219,6 +219,9 @@ impl Session {
             Engine::Cpu(cpu) => cpu.run(ordered)?,
             #[cfg(feature = "wgpu")]
             Engine::Wgpu(wgpu) => wgpu.run_async(ordered).await?,
+            // The driver's own stream synchronises; there is no event loop to yield to.
+            #[cfg(feature = "cuda")]
+            Engine::Cuda(cuda) => cuda.run(ordered)?,
         };
         Ok(self.name_outputs(outputs))
     }
