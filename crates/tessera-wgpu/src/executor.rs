@@ -535,6 +535,7 @@ impl Compiled {
         feeds: &[Feed],
         on_device: bool,
         mut trace: Option<&mut HashMap<ValueId, Tensor>>,
+        mut timings: Option<&mut Vec<std::time::Duration>>,
     ) -> Result<(Vec<Produced>, Transfers)> {
         let plan = &self.plan;
         if feeds.len() != plan.inputs.len() {
@@ -588,6 +589,7 @@ impl Compiled {
         let mut pass_open = false;
         let mut pass: Option<wgpu::ComputePass<'static>> = None;
         for (ix, exec) in self.steps.iter().enumerate() {
+            let step_start = std::time::Instant::now();
             match exec {
                 StepExec::Skip => {}
                 StepExec::Device(launches) => {
@@ -607,6 +609,20 @@ impl Compiled {
                         p.set_bind_group(0, &launch.bind_group, &[]);
                         let [x, y, z] = launch.groups;
                         p.dispatch_workgroups(x, y, z);
+                    }
+                    // Profiling: each step submitted and waited for on its own.
+                    if timings.is_some() {
+                        drop(pass.take());
+                        pass_open = false;
+                        let finished = std::mem::replace(
+                            &mut encoder,
+                            ctx.device
+                                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                                    label: None,
+                                }),
+                        );
+                        ctx.queue.submit([finished.finish()]);
+                        ctx.wait()?;
                     }
                     if let Some(trace) = trace.as_deref_mut() {
                         drop(pass.take());
@@ -654,6 +670,9 @@ impl Compiled {
                         }
                     }
                 }
+            }
+            if let Some(timings) = timings.as_deref_mut() {
+                timings.push(step_start.elapsed());
             }
         }
         drop(pass.take());

@@ -4,6 +4,7 @@ mod bench;
 mod check;
 mod compare;
 mod devices;
+mod doctor;
 mod inspect;
 mod run;
 
@@ -19,6 +20,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check(args) => check::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Doctor(args) => doctor::run(args),
     }
 }
 
