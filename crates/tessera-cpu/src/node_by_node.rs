@@ -153,7 +153,9 @@ fn run_error(e: impl Into<TractError>) -> Error {
 
 /// Whether a float tensor holds only finite values (other dtypes always do).
 fn all_finite(t: &Tensor_) -> bool {
-    if !t.datum_type().is_float() {
+    // Packed operands of the optimized plan (pre-packed weights) are not plain arrays: they
+    // hold no model value to check.
+    if !t.datum_type().is_float() || t.as_plain_ram().is_none() {
         return true;
     }
     match t.cast_to::<f64>() {
