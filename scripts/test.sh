@@ -29,6 +29,8 @@ if ! ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then
     fi
 fi
 
+# The diagnostics tests render the placement pictures and bench pages in headless Chromium.
+scripts/ensure-packages.sh chromium=chromium
 cargo fmt --all -- --check
 ./scripts/check-cuda-kernels.sh
 # Release: the same build the README's main command uses, and the suites run in seconds.

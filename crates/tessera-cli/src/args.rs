@@ -32,6 +32,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// Serve models over HTTP with the Open Inference Protocol (KServe v2 / Triton).
     Serve(ServeArgs),
+    /// Report the environment: CPU features, threads, Vulkan drivers, wgpu adapters, CUDA
+    /// libraries, and for each backend why it is unavailable and what to install.
+    Doctor(DoctorArgs),
 }
 
 /// Where and how to run.
@@ -77,6 +80,10 @@ pub struct RunArgs {
     /// How many values of each output to print.
     #[arg(long, default_value_t = 8)]
     pub show: usize,
+    /// Run node by node and stop at the first node whose output holds NaN or Inf, naming it
+    /// with its inputs' value ranges (slower: every output is scanned; on a GPU read back).
+    #[arg(long)]
+    pub check_finite: bool,
 }
 
 #[derive(Debug, Args)]
@@ -93,6 +100,10 @@ pub struct InspectArgs {
     /// With --backend: plan with host fallback allowed (shows what would fall back).
     #[arg(long, requires = "backend")]
     pub allow_fallback: bool,
+    /// Draw the placement (steps coloured by device, copies with bytes, unsupported steps in
+    /// red, legend) to FILE.svg or FILE.html (a self-contained page). Backend cpu by default.
+    #[arg(long, value_name = "FILE")]
+    pub graph: Option<PathBuf>,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -113,6 +124,13 @@ pub struct CompareArgs {
     /// Absolute tolerance.
     #[arg(long, default_value_t = 1e-4)]
     pub atol: f64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -157,6 +175,10 @@ pub struct BenchArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Also write a self-contained page to FILE: per-op time (profiled over --runs extra runs)
+    /// as bars, and the latency histogram of the timed runs.
+    #[arg(long, value_name = "FILE", conflicts_with = "scaling")]
+    pub html: Option<PathBuf>,
     /// Compare thread counts in one process (e.g. 1,2): one session each, timed runs interleaved,
     /// so machine noise hits every count alike. Replaces --threads.
     #[arg(

@@ -7,7 +7,10 @@
 //! ([`threading`]), so more threads are never slower than one. Plans are built per input
 //! signature (shapes plus the values of folded inputs) and kept in a small cache.
 
+mod node_by_node;
 mod threading;
+
+pub use node_by_node::{NodeTime, NonFiniteNode};
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

@@ -536,6 +536,7 @@ impl Compiled {
         feeds: &[Feed<'_>],
         on_device: bool,
         mut trace: Option<&mut HashMap<ValueId, Tensor>>,
+        mut timings: Option<&mut Vec<std::time::Duration>>,
     ) -> Result<(Vec<Produced>, Transfers)> {
         let plan = &self.plan;
         if feeds.len() != plan.inputs.len() {
@@ -589,6 +590,8 @@ impl Compiled {
         let mut pass_open = false;
         let mut pass: Option<wgpu::ComputePass<'static>> = None;
         for (ix, exec) in self.steps.iter().enumerate() {
+            // Only when profiling: `Instant` does not exist in browsers.
+            let step_start = timings.is_some().then(std::time::Instant::now);
             match exec {
                 StepExec::Skip => {}
                 StepExec::Device(launches) => {
@@ -608,6 +611,20 @@ impl Compiled {
                         p.set_bind_group(0, &launch.bind_group, &[]);
                         let [x, y, z] = launch.groups;
                         p.dispatch_workgroups(x, y, z);
+                    }
+                    // Profiling: each step submitted and waited for on its own.
+                    if timings.is_some() {
+                        drop(pass.take());
+                        pass_open = false;
+                        let finished = std::mem::replace(
+                            &mut encoder,
+                            ctx.device
+                                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                                    label: None,
+                                }),
+                        );
+                        ctx.queue.submit([finished.finish()]);
+                        ctx.wait()?;
                     }
                     if let Some(trace) = trace.as_deref_mut() {
                         drop(pass.take());
@@ -656,6 +673,9 @@ impl Compiled {
                         }
                     }
                 }
+            }
+            if let (Some(timings), Some(start)) = (timings.as_deref_mut(), step_start) {
+                timings.push(start.elapsed());
             }
         }
         drop(pass.take());

@@ -6,6 +6,7 @@ use crate::kernels::{self, StepIo};
 use crate::repr::Narrowing;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tessera_core::model::specialize::{Folding, PlanKey};
 use tessera_core::plan::{Plan, PlanReport, Step, Trace, Transfers, placement};
 use tessera_core::plan_cache::PlanCache;
@@ -292,13 +293,36 @@ impl WgpuSession {
         let compiled = entry.compiled.lock().map_err(poisoned)?;
         let mut values = HashMap::new();
         compiled
-            .run(&self.ctx, &feeds, false, Some(&mut values))
+            .run(&self.ctx, &feeds, false, Some(&mut values), None)
             .await?;
         Ok(Trace {
             plan: compiled.plan.clone(),
             inputs: runtime,
             values,
         })
+    }
+
+    /// Runs `runs` times with each step submitted and waited for on its own, and returns the
+    /// plan with every step's time summed over the runs (wall clock around submit + wait: it
+    /// includes each submission's overhead, which one batched run does not pay).
+    pub fn profile(&self, inputs: &[Tensor], runs: u32) -> Result<(Arc<Plan>, Vec<Duration>)> {
+        let (entry, folding) = self.plan_for(inputs)?;
+        let feeds: Vec<Feed> = inputs
+            .iter()
+            .zip(&folding)
+            .filter(|(_, folded)| !**folded)
+            .map(|(t, _)| Feed::Host(t))
+            .collect();
+        let compiled = entry.compiled.lock().map_err(poisoned)?;
+        let mut total: Vec<Duration> = vec![Duration::ZERO; compiled.plan.steps.len()];
+        for _ in 0..runs {
+            let mut times = Vec::with_capacity(total.len());
+            block_on(compiled.run(&self.ctx, &feeds, false, None, Some(&mut times)))?;
+            for (sum, t) in total.iter_mut().zip(times) {
+                *sum += t;
+            }
+        }
+        Ok((compiled.plan.clone(), total))
     }
 
     /// Builds the plan for these inputs without running it.
@@ -333,7 +357,9 @@ impl WgpuSession {
         on_device: bool,
     ) -> Result<(Vec<Produced>, Vec<Signature>)> {
         let compiled = entry.compiled.lock().map_err(poisoned)?;
-        let (outputs, transfers) = compiled.run(&self.ctx, feeds, on_device, None).await?;
+        let (outputs, transfers) = compiled
+            .run(&self.ctx, feeds, on_device, None, None)
+            .await?;
         *self.last_transfers.lock().map_err(poisoned)? = transfers;
         let signature = compiled
             .plan

@@ -16,6 +16,7 @@
 
 pub mod check;
 pub mod compare;
+pub mod diagnostics;
 mod session;
 
 pub use session::{DeviceTensor, Session, SessionBuilder};

@@ -157,6 +157,31 @@ impl Session {
         SessionBuilder::default()
     }
 
+    /// The loaded model (for diagnostics that lower it themselves).
+    pub(crate) fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The cpu engine, when this session runs on cpu.
+    #[cfg(feature = "cpu")]
+    pub(crate) fn cpu(&self) -> Option<&tessera_cpu::CpuSession> {
+        match &self.engine {
+            Engine::Cpu(cpu) => Some(cpu),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    /// The wgpu engine, when this session runs on wgpu.
+    #[cfg(feature = "wgpu")]
+    pub(crate) fn wgpu(&self) -> Option<&tessera_wgpu::WgpuSession> {
+        match &self.engine {
+            Engine::Wgpu(wgpu) => Some(wgpu),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
     /// The model's declared inputs, outputs, opset and ops.
     pub fn info(&self) -> &ModelInfo {
         self.model.info()

@@ -83,6 +83,28 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         device_memory,
         transfers: session.last_transfers(),
     };
+    if let Some(file) = &args.html {
+        let profile =
+            tessera::diagnostics::bench_report::profile(&session, inputs.clone(), args.runs)?;
+        let summary = tessera::diagnostics::bench_report::BenchSummary {
+            model: report.model.clone(),
+            backend: describe_engine(&session),
+            load_ms: report.load_ms,
+            first_run_ms: report.first_run_ms,
+            latencies_ms: times.clone(),
+        };
+        let page = tessera::diagnostics::bench_report::render_html(&summary, &profile)?;
+        std::fs::write(file, page)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", file.display()))?;
+        if !args.json {
+            println!(
+                "wrote {}: {} op types profiled ({})",
+                file.display(),
+                profile.per_op.len(),
+                profile.method
+            );
+        }
+    }
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {

@@ -10,6 +10,9 @@ use tessera::{Backend, Model, Session};
 type Support = Vec<(Backend, Option<Vec<(String, bool)>>)>;
 
 pub fn run(args: InspectArgs) -> Result<ExitCode> {
+    if let Some(file) = &args.graph {
+        return picture(&args, file);
+    }
     if let Some(backend) = args.backend {
         return placement(&args, backend);
     }
@@ -143,5 +146,50 @@ fn placement(args: &InspectArgs, backend: Backend) -> Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
         Err(error) => Err(error.into()),
+    }
+}
+
+/// `inspect --graph FILE`: draw the placement on the backend (cpu by default).
+fn picture(args: &InspectArgs, file: &std::path::Path) -> Result<ExitCode> {
+    let html = match file.extension().and_then(|e| e.to_str()) {
+        Some("html") | Some("htm") => true,
+        Some("svg") => false,
+        _ => anyhow::bail!(
+            "--graph {}: the file must end in .svg or .html",
+            file.display()
+        ),
+    };
+    let backend = args.backend.unwrap_or(Backend::Cpu);
+    let model = Model::load(&args.model)?;
+    let inputs: Vec<_> = gather(model.info(), &args.input)?
+        .into_iter()
+        .map(|(n, t, _)| (n, t))
+        .collect();
+    drop(model);
+    let (picture, refusal) =
+        tessera::diagnostics::placement_picture(&args.model, backend, args.allow_fallback, inputs)?;
+    let page = if html {
+        picture.to_html()
+    } else {
+        picture.to_svg()
+    };
+    std::fs::write(file, page).map_err(|e| anyhow::anyhow!("writing {}: {e}", file.display()))?;
+    println!(
+        "wrote {}: {} plan steps in {} boxes on {} ({})",
+        file.display(),
+        picture.plan.steps.len(),
+        picture.boxes(),
+        picture.backend,
+        picture.device
+    );
+    match refusal {
+        Some(error) => {
+            println!("{error}");
+            println!(
+                "(the picture marks those steps as unsupported; add --allow-fallback to run them on the host)"
+            );
+            Ok(ExitCode::FAILURE)
+        }
+        None => Ok(ExitCode::SUCCESS),
     }
 }

@@ -4,6 +4,7 @@ mod bench;
 mod check;
 mod compare;
 mod devices;
+mod doctor;
 mod inspect;
 mod run;
 mod serve;
@@ -21,6 +22,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(args) => bench::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Doctor(args) => doctor::run(args),
     }
 }
 

@@ -30,6 +30,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .into_iter()
         .map(|(name, tensor, _)| (name, tensor))
         .collect();
+    if args.check_finite {
+        return check_finite(&session, feeds);
+    }
     let start = Instant::now();
     let outputs = session.run(feeds)?;
     let ran = start.elapsed();
@@ -63,4 +66,29 @@ fn sanitize(name: &str) -> String {
             }
         })
         .collect()
+}
+
+/// `--check-finite`: run node by node; exit 1 naming the first node with NaN or Inf.
+fn check_finite(
+    session: &tessera::Session,
+    feeds: Vec<(String, tessera::Tensor)>,
+) -> Result<ExitCode> {
+    use tessera::diagnostics::FiniteCheck;
+    let start = Instant::now();
+    let outcome = tessera::diagnostics::check_finite(session, feeds)?;
+    let took = millis(start.elapsed());
+    match outcome {
+        FiniteCheck::AllFinite => {
+            println!("check-finite: every node's output is finite ({took:.1} ms)");
+            Ok(ExitCode::SUCCESS)
+        }
+        FiniteCheck::Input(range) => {
+            println!("check-finite: an input is not finite: {range}");
+            Ok(ExitCode::FAILURE)
+        }
+        FiniteCheck::NonFinite(found) => {
+            print!("check-finite: {found}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
 }

@@ -1,0 +1,302 @@
+//! `tessera bench --html report.html`: where the time goes (per-op profile, as bars) and how
+//! run latency is spread (histogram), in one self-contained page (inline SVG drawn with
+//! `plotters`).
+//!
+//! cpu: tract's optimized plan timed node by node (`run_plan_with_eval`, like tract's own
+//! profiler). wgpu: each plan step submitted and waited for on its own (wall clock: includes
+//! one submission's overhead per step, so the sum is larger than a batched run).
+
+use super::graph_picture::escape;
+use crate::{Error, Result, Session, Tensor};
+use plotters::prelude::*;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Time spent in one op type, per run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OpTime {
+    pub op: String,
+    pub ms_per_run: f64,
+    /// How many nodes (steps) of this op type.
+    pub nodes: usize,
+}
+
+/// One node's time per run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NodeTime {
+    pub node: String,
+    pub op: String,
+    pub ms_per_run: f64,
+}
+
+/// Where a run's time goes.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Profile {
+    /// How it was measured.
+    pub method: String,
+    pub runs: u32,
+    /// Slowest op type first.
+    pub per_op: Vec<OpTime>,
+    /// Slowest node first.
+    pub per_node: Vec<NodeTime>,
+}
+
+impl Profile {
+    /// The sum of every node's time, per run.
+    pub fn total_ms(&self) -> f64 {
+        self.per_op.iter().map(|o| o.ms_per_run).sum()
+    }
+
+    fn from_nodes(method: String, runs: u32, nodes: Vec<NodeTime>) -> Profile {
+        let mut per_op: BTreeMap<String, OpTime> = BTreeMap::new();
+        for n in &nodes {
+            let entry = per_op.entry(n.op.clone()).or_insert_with(|| OpTime {
+                op: n.op.clone(),
+                ms_per_run: 0.0,
+                nodes: 0,
+            });
+            entry.ms_per_run += n.ms_per_run;
+            entry.nodes += 1;
+        }
+        let mut per_op: Vec<OpTime> = per_op.into_values().collect();
+        per_op.sort_by(|a, b| b.ms_per_run.total_cmp(&a.ms_per_run));
+        let mut per_node = nodes;
+        per_node.sort_by(|a, b| b.ms_per_run.total_cmp(&a.ms_per_run));
+        Profile {
+            method,
+            runs,
+            per_op,
+            per_node,
+        }
+    }
+}
+
+/// Profiles `runs` runs of `session` on `inputs`.
+pub fn profile(session: &Session, inputs: Vec<(String, Tensor)>, runs: u32) -> Result<Profile> {
+    let runs = runs.max(1);
+    let ordered = tessera_core::model::inputs::order_inputs(session.info(), inputs)?;
+    let per_run = |d: std::time::Duration| d.as_secs_f64() * 1e3 / runs as f64;
+    #[cfg(feature = "wgpu")]
+    if let Some(wgpu) = session.wgpu() {
+        let (plan, times) = wgpu.profile(&ordered, runs)?;
+        let nodes = plan
+            .steps
+            .iter()
+            .zip(times)
+            .map(|(step, t)| NodeTime {
+                node: step.node.clone(),
+                op: step.op.name(),
+                ms_per_run: per_run(t),
+            })
+            .collect();
+        return Ok(Profile::from_nodes(
+            format!(
+                "wgpu: each of the plan's steps submitted and waited for on its own (wall clock, \
+                 includes a submission's overhead per step; no timestamp queries), {runs} run(s)"
+            ),
+            runs,
+            nodes,
+        ));
+    }
+    #[cfg(feature = "cpu")]
+    if let Some(cpu) = session.cpu() {
+        let nodes = cpu
+            .profile(ordered, runs)?
+            .into_iter()
+            .map(|n| NodeTime {
+                node: n.node,
+                op: n.op,
+                ms_per_run: per_run(n.total),
+            })
+            .collect();
+        return Ok(Profile::from_nodes(
+            format!("cpu: tract's optimized plan timed node by node on one thread, {runs} run(s)"),
+            runs,
+            nodes,
+        ));
+    }
+    #[allow(unreachable_code)]
+    {
+        drop(ordered);
+        Err(Error::Internal(format!(
+            "no profiler for the {} backend",
+            session.backend()
+        )))
+    }
+}
+
+/// The numbers a bench page shows besides the profile.
+#[derive(Debug, Clone)]
+pub struct BenchSummary {
+    pub model: String,
+    pub backend: String,
+    pub load_ms: f64,
+    pub first_run_ms: f64,
+    /// Every timed run's latency, in ms.
+    pub latencies_ms: Vec<f64>,
+}
+
+fn chart_error(e: impl std::fmt::Display) -> Error {
+    Error::Internal(format!("drawing the chart: {e}"))
+}
+
+/// Horizontal bars: time per op type (at most `limit`, slowest first).
+fn op_bars(profile: &Profile, limit: usize) -> Result<String> {
+    let ops: Vec<&OpTime> = profile.per_op.iter().take(limit).collect();
+    let n = ops.len().max(1);
+    let max = ops
+        .iter()
+        .map(|o| o.ms_per_run)
+        .fold(0.0, f64::max)
+        .max(1e-6);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 80 + 24 * n as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("time per op type (ms per run)", ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(260)
+            .build_cartesian_2d(0f64..max * 1.15, (0..n).into_segmented())
+            .map_err(chart_error)?;
+        let labels: Vec<String> = ops
+            .iter()
+            .map(|o| format!("{} ×{}", o.op, o.nodes))
+            .collect();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n)
+            .y_label_formatter(&|y| match y {
+                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
+                    labels.get(*i).cloned().unwrap_or_default()
+                }
+                SegmentValue::Last => String::new(),
+            })
+            .x_desc("ms per run")
+            .draw()
+            .map_err(chart_error)?;
+        chart
+            .draw_series(ops.iter().enumerate().map(|(i, o)| {
+                Rectangle::new(
+                    [
+                        (0.0, SegmentValue::Exact(i)),
+                        (o.ms_per_run, SegmentValue::Exact(i + 1)),
+                    ],
+                    RGBColor(0x4a, 0x90, 0xd9).filled(),
+                )
+            }))
+            .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}
+
+/// Latency histogram of the timed runs.
+fn latency_histogram(latencies: &[f64]) -> Result<String> {
+    let lo = latencies.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = latencies.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = if lo.is_finite() && hi > lo {
+        (lo, hi)
+    } else {
+        (lo.min(0.0).max(0.0), lo.max(0.0) + 1.0)
+    };
+    let bins = 20usize;
+    let width = (hi - lo) / bins as f64;
+    let mut counts = vec![0u32; bins];
+    for &t in latencies {
+        let k = (((t - lo) / width) as usize).min(bins - 1);
+        counts[k] += 1;
+    }
+    let top = counts.iter().copied().max().unwrap_or(1).max(1);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 360)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!("latency of {} timed runs", latencies.len()),
+                ("sans-serif", 18),
+            )
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(50)
+            .build_cartesian_2d(lo..hi, 0u32..top + 1)
+            .map_err(chart_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("ms")
+            .y_desc("runs")
+            .draw()
+            .map_err(chart_error)?;
+        chart
+            .draw_series(counts.iter().enumerate().map(|(k, &c)| {
+                let x0 = lo + width * k as f64;
+                Rectangle::new(
+                    [(x0, 0), (x0 + width, c)],
+                    RGBColor(0x38, 0x76, 0x1d).filled(),
+                )
+            }))
+            .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}
+
+/// The whole page: numbers, the per-op bars, the histogram, the slowest nodes.
+pub fn render_html(summary: &BenchSummary, profile: &Profile) -> Result<String> {
+    let mut sorted = summary.latencies_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    let quantile = |q: f64| {
+        sorted
+            .get(((sorted.len().saturating_sub(1)) as f64 * q).round() as usize)
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    let mut out = String::from("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n");
+    let _ = writeln!(
+        out,
+        "<title>bench {}</title>\n<style>body{{font-family:sans-serif;margin:16px}} table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px;text-align:left}}</style></head><body>",
+        escape(&summary.model)
+    );
+    let _ = writeln!(
+        out,
+        "<h2>{} on {}</h2>\n<p id=\"numbers\">load (model + plan) {:.2} ms; first run {:.2} ms; <span id=\"runs\">{}</span> timed runs: median <span id=\"median-ms\">{:.3}</span> ms, p90 {:.3} ms, min {:.3} ms, max {:.3} ms</p>",
+        escape(&summary.model),
+        escape(&summary.backend),
+        summary.load_ms,
+        summary.first_run_ms,
+        sorted.len(),
+        quantile(0.5),
+        quantile(0.9),
+        quantile(0.0),
+        quantile(1.0)
+    );
+    let _ = writeln!(
+        out,
+        "<h3>profile</h3>\n<p id=\"profile-method\">{}: <span id=\"op-types\">{}</span> op types, {} nodes, {:.3} ms per run in total.</p>",
+        escape(&profile.method),
+        profile.per_op.len(),
+        profile.per_node.len(),
+        profile.total_ms()
+    );
+    let _ = writeln!(out, "<div id=\"op-chart\">{}</div>", op_bars(profile, 25)?);
+    let _ = writeln!(
+        out,
+        "<h3>latency</h3>\n<div id=\"latency-chart\">{}</div>",
+        latency_histogram(&summary.latencies_ms)?
+    );
+    out.push_str("<h3>slowest nodes</h3>\n<table id=\"nodes\"><tr><th>node</th><th>op</th><th>ms per run</th></tr>\n");
+    for n in profile.per_node.iter().take(20) {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{:.4}</td></tr>",
+            escape(&n.node),
+            escape(&n.op),
+            n.ms_per_run
+        );
+    }
+    out.push_str("</table>\n</body></html>\n");
+    Ok(out)
+}
