@@ -22,6 +22,12 @@ if [ -z "$lib" ] || ! ls "$lib"/libnvrtc.so.* >/dev/null 2>&1; then
     lib="$("$venv/bin/python" -c 'import pathlib, nvidia.cuda_nvrtc as m; print(pathlib.Path(list(m.__path__)[0]) / "lib")')"
 fi
 
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
 echo "compiling every cuda kernel to PTX with NVRTC from $lib"
+# --workspace (running only the cuda crate's `nvrtc_tests`): the same feature set as the
+# workspace test run that follows, so nothing is built twice.
 LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" TESSERA_REQUIRE_NVRTC=1 \
-    cargo test --release --locked -p tessera-cuda --lib kernels::
+    cargo test --release --locked --workspace --lib -- nvrtc_tests:: 2>&1 | tee "$log"
+# A renamed test module must not turn this check into a no-op.
+grep -q "nvrtc_tests::.* ok$" "$log" || { echo "error: no NVRTC kernel test ran" >&2; exit 1; }

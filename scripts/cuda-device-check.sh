@@ -24,7 +24,9 @@ stage=.cuda-check
 part_mib="${PART_MIB:-56}"
 
 pack() {
-    grep -qx '/.cuda-check/' .git/info/exclude 2>/dev/null || echo '/.cuda-check/' >> "$(git rev-parse --git-path info/exclude)"
+    local exclude
+    exclude="$(git rev-parse --git-path info/exclude)"
+    grep -qx '/.cuda-check/' "$exclude" 2>/dev/null || echo '/.cuda-check/' >> "$exclude"
     local shared="${TESSERA_SHARED:-$(cd .. && pwd)/shared}"
     cargo build --release --locked -p tessera-cli
     # The conformance test binaries, built once; their paths from cargo's JSON messages.

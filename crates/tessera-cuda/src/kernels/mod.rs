@@ -23,11 +23,11 @@
 mod conv;
 mod elementwise;
 mod matmul;
+#[cfg(test)]
+mod nvrtc_tests;
 mod pool;
 mod reduce;
 mod shape;
-#[cfg(test)]
-mod tests;
 
 use crate::repr;
 use tessera_core::plan::{KernelOp, Value};
