@@ -95,7 +95,10 @@ impl CpuSession {
     pub fn new(model: Arc<Model>, options: &CpuOptions) -> Result<CpuSession> {
         // wasm32 has no threads (without atomics): one thread, whatever was asked.
         #[cfg(target_family = "wasm")]
-        let (threads, executor) = (1, Executor::SingleThread);
+        let (threads, executor) = {
+            let _ = options;
+            (1, Executor::SingleThread)
+        };
         #[cfg(not(target_family = "wasm"))]
         let threads = options.threads.unwrap_or_else(default_threads).max(1);
         #[cfg(not(target_family = "wasm"))]

@@ -29,7 +29,9 @@ fn gpu() -> bool {
     match tessera_cuda::devices() {
         Ok(_) => true,
         Err(reason) => {
-            println!("skipped: no CUDA device here ({reason})");
+            // Straight to stderr: `cargo test` captures println!, and a skip must show in CI's log.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "skipped: no CUDA device here ({reason})");
             false
         }
     }

@@ -16,6 +16,7 @@
 
 pub mod check;
 pub mod compare;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod diagnostics;
 mod session;
 
