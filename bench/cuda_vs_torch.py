@@ -173,6 +173,13 @@ def main():
     print(table)
     (out / "bench.md").write_text(table + "\n")
     (out / "bench.json").write_text(json.dumps(results, indent=2) + "\n")
+    # A number that could not be measured is a failure of the run, not a dash in a table.
+    errors = [f"{name}: tessera {backend}: {entry[f'tessera_{backend}_error']}"
+              for name, entry in results["models"].items() for backend in ("cuda", "cpu")
+              if entry[f"tessera_{backend}_ms"] is None]
+    if errors:
+        print("error: the benchmark could not measure:\n  " + "\n  ".join(errors), file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 # `dist` binaries are built by hand (README, "Edge boards").
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/steps.sh
 export TESSERA_SHARED="${TESSERA_SHARED:-$(cd .. && pwd)/shared}"
 
 scripts/ensure-packages.sh aarch64-linux-gnu-gcc=gcc-aarch64-linux-gnu qemu-aarch64=qemu-user \
@@ -24,10 +25,8 @@ models=(
 
 check_target() {
     local target="$1" qemu="$2" machine="$3" bin
-    local start=$SECONDS
-    bin="$(scripts/build-edge.sh "$target" release)"
-    echo "edge: built $bin in $((SECONDS - start)) s"
-    # A static binary: no program interpreter and no shared libraries.
+    step "edge: $target build" 1800 scripts/build-edge.sh "$target" release
+    bin="$(scripts/build-edge.sh "$target" release 2>/dev/null)"
     if readelf -l "$bin" | grep -q INTERP || readelf -d "$bin" | grep -q NEEDED; then
         echo "error: $bin is not statically linked" >&2
         readelf -d "$bin" >&2 || true
@@ -37,19 +36,22 @@ check_target() {
         echo "error: $bin is not a $machine binary" >&2
         exit 1
     fi
-    start=$SECONDS
-    for entry in "${models[@]}"; do
-        read -r name args <<<"$entry"
-        echo "edge: $qemu tessera check $name $args"
-        # shellcheck disable=SC2086 # args holds separate words
-        if ! "$qemu" "$bin" check "$TESSERA_SHARED/models/$name" --threads 2 $args; then
-            echo "error: $name fails on $target under $qemu" >&2
-            exit 1
-        fi
-    done
-    echo "edge: ${#models[@]} models pass on $target under $qemu in $((SECONDS - start)) s"
+    step "edge: ${#models[@]} models under $qemu" 600 bash -c 'check_models "$@"' _ "$qemu" "$bin" "${models[@]}"
 }
 
+check_models() {
+    local qemu="$1" bin="$2" entry name args
+    shift 2
+    for entry in "$@"; do
+        read -r name args <<<"$entry"
+        echo "edge: $qemu tessera check $name $args"
+        if ! "$qemu" "$bin" check "$TESSERA_SHARED/models/$name" --threads 2 $args; then
+            echo "error: $name fails under $qemu" >&2
+            return 1
+        fi
+    done
+    echo "edge: $# models pass under $qemu"
+}
+export -f check_models
+
 check_target aarch64-unknown-linux-musl qemu-aarch64 AArch64
-# armv7 (scripts/build-edge.sh armv7-unknown-linux-gnueabihf, run with qemu-arm) is not checked
-# here yet: its build has not been verified (README, "Edge boards").

@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+source scripts/lib/steps.sh
 export TESSERA_SHARED="${TESSERA_SHARED:-$(cd .. && pwd)/shared}"
 target="${CARGO_TARGET_DIR:-target}"
 binary="$target/release/tessera"
@@ -20,6 +21,8 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "creating $venv"
     python3 -m venv "$venv"
 fi
-"$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/server/requirements.txt
+step "server: tritonclient venv" 600 \
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/server/requirements.txt
 
-"$venv/bin/python" tests/server/test_tritonclient.py --tessera "$binary" --models "$TESSERA_SHARED/models"
+step "server: 20 models through tritonclient" 600 \
+    "$venv/bin/python" tests/server/test_tritonclient.py --tessera "$binary" --models "$TESSERA_SHARED/models"

@@ -5,18 +5,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+source scripts/lib/steps.sh
+
 scripts/ensure-packages.sh chromium=chromium
-rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
-    || rustup target add wasm32-unknown-unknown
-
-# The CLI must match the wasm-bindgen crate exactly (the glue format changes between versions).
-wanted="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)"
-if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$wanted" ]; then
-    echo "installing wasm-bindgen-cli $wanted"
-    cargo install wasm-bindgen-cli --version "$wanted" --quiet
-fi
-
+wasm_toolchain() {
+    rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
+        || rustup target add wasm32-unknown-unknown
+    # The CLI must match the wasm-bindgen crate exactly (the glue format changes between versions).
+    local wanted
+    wanted="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)"
+    if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$wanted" ]; then
+        echo "installing wasm-bindgen-cli $wanted"
+        cargo install wasm-bindgen-cli --version "$wanted" --quiet
+    fi
+}
+export -f wasm_toolchain
+step "wasm toolchain (target, wasm-bindgen-cli)" 900 bash -c wasm_toolchain
+step "npm ci (web/)" 600 npm --prefix web ci --no-audit --no-fund --loglevel=error
+step "wasm build (cargo, wasm-release)" 2400 \
+    cargo build -p tessera-wasm --target wasm32-unknown-unknown --profile wasm-release --locked
+step "wasm-bindgen + wasm-opt (web/build.sh)" 1200 web/build.sh
 cd web
-npm ci --no-audit --no-fund --loglevel=error
-./build.sh
-node --test --test-reporter=spec test/node.test.mjs test/browser.test.mjs
+step "npm package tests (Node.js, Chromium)" 900 \
+    node --test --test-reporter=spec test/node.test.mjs test/browser.test.mjs

@@ -187,7 +187,8 @@ pub fn report(title: &str, results: &[CaseResult]) -> BTreeSet<String> {
 }
 
 /// Whether `backend` has a usable device here; prints why not (GPU-only tests skip then, and only
-/// then: a backend that is not compiled in is a failure, not a skip).
+/// then: a backend that is not compiled in is a failure, not a skip). With
+/// `TESSERA_REQUIRE_CUDA=1` a missing cuda device fails the test instead of skipping it.
 pub fn device_present(backend: tessera::Backend) -> bool {
     let status = tessera::backend_status(backend);
     assert!(
@@ -195,6 +196,11 @@ pub fn device_present(backend: tessera::Backend) -> bool {
         "{backend} is not compiled into the conformance harness"
     );
     if !status.available {
+        assert!(
+            !(backend == tessera::Backend::Cuda && cuda_required()),
+            "TESSERA_REQUIRE_CUDA=1 but no cuda device is usable here: {}",
+            status.detail
+        );
         // Straight to stderr: `cargo test` captures println!, and a skip must show in CI's log.
         use std::io::Write;
         let _ = writeln!(
@@ -204,4 +210,10 @@ pub fn device_present(backend: tessera::Backend) -> bool {
         );
     }
     status.available
+}
+
+/// Whether `TESSERA_REQUIRE_CUDA=1` is set: GPU sessions set it so a cuda test can only pass
+/// by running on the GPU.
+pub fn cuda_required() -> bool {
+    std::env::var("TESSERA_REQUIRE_CUDA").is_ok_and(|v| v == "1")
 }

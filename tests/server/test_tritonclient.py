@@ -126,6 +126,8 @@ def main():
     args = parser.parse_args()
 
     model_dirs = sorted(p for p in Path(args.models).iterdir() if (p / "model.onnx").is_file())
+    if len(model_dirs) != 20:
+        sys.exit(f"expected the 20 shared models in {args.models}, found {len(model_dirs)}")
     if not model_dirs:
         raise SystemExit(f"FAIL: no models in {args.models}")
     port = free_port()

@@ -4,15 +4,21 @@ import { join } from 'node:path';
 import { shared } from './serve.mjs';
 
 export const modelsDir = join(shared, 'models');
+export const SHARED_MODEL_COUNT = 20;
 
 /** Every model folder with a model.onnx, and the .pb files of its first data set. */
 export function sharedModels() {
   if (!existsSync(modelsDir)) {
     throw new Error(`shared models not found at ${modelsDir}: set TESSERA_SHARED`);
   }
-  return readdirSync(modelsDir)
+  const names = readdirSync(modelsDir)
     .filter((name) => existsSync(join(modelsDir, name, 'model.onnx')))
-    .sort()
+    .sort();
+  // A partial copy would let the suites pass having run less than they claim.
+  if (names.length !== SHARED_MODEL_COUNT) {
+    throw new Error(`expected the ${SHARED_MODEL_COUNT} shared models in ${modelsDir}, found ${names.length}`);
+  }
+  return names
     .map((name) => {
       const files = readdirSync(join(modelsDir, name, 'test_data_set_0')).sort(byIndex);
       return {

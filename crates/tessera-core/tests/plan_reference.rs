@@ -119,11 +119,14 @@ fn reference_interpreter_matches_onnxruntime() {
     println!("| model | result | max abs err | time s | note |");
     println!("|---|---|---|---|---|");
     let mut problems = vec![];
+    let total = dirs.len();
+    let mut ran = 0;
     for dir in dirs {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         if only.as_deref().is_some_and(|o| !name.contains(o)) {
             continue;
         }
+        ran += 1;
         let outcome = run_model(&dir);
         let known = KNOWN_FAILURES.iter().find(|(n, _)| *n == outcome.name);
         let (verdict, err, note) = match (&outcome.result, known) {
@@ -151,6 +154,10 @@ fn reference_interpreter_matches_onnxruntime() {
         );
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(ran > 0, "no model ran (TESSERA_ONLY={only:?})");
+    if only.is_none() {
+        assert_eq!(ran, total, "models run");
+    }
 }
 
 /// Small models with views, matrix products, quantization and recurrent cells between them.

@@ -1,6 +1,6 @@
 //! The cuda session on a real GPU: strict placement, host fallback and its counted copies, I/O
 //! binding, weights uploaded once. Without a CUDA device each GPU test prints why and returns
-//! (the only skip allowed); `sessions_without_a_device_fail_with_the_reason` checks that path.
+//! (the only skip allowed; with `TESSERA_REQUIRE_CUDA=1` it fails instead); `sessions_without_a_device_fail_with_the_reason` checks that path.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,6 +29,10 @@ fn gpu() -> bool {
     match tessera_cuda::devices() {
         Ok(_) => true,
         Err(reason) => {
+            assert!(
+                std::env::var("TESSERA_REQUIRE_CUDA").as_deref() != Ok("1"),
+                "TESSERA_REQUIRE_CUDA=1 but no CUDA device is usable here: {reason}"
+            );
             // Straight to stderr: `cargo test` captures println!, and a skip must show in CI's log.
             use std::io::Write;
             let _ = writeln!(std::io::stderr(), "skipped: no CUDA device here ({reason})");

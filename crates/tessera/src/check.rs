@@ -5,7 +5,7 @@
 //! `|actual - expected| <= atol + rtol * |expected|` (numpy's `assert_allclose` rule;
 //! NaN matches NaN, infinities must match exactly).
 
-use crate::{Error, Result, Session, Tensor, onnx_pb};
+use crate::{Error, Result, Session, Tensor, TensorData, onnx_pb};
 use std::path::{Path, PathBuf};
 
 /// Tolerances of a comparison.
@@ -64,6 +64,21 @@ pub fn compare(name: &str, actual: &Tensor, expected: &Tensor, tol: Tolerance) -
     if actual.dtype() != expected.dtype() || actual.shape() != expected.shape() {
         return check;
     }
+    // Integers and bools are exact: an index off by one is wrong whatever the tolerance, and
+    // int64 beyond 2^53 must not be rounded through f64.
+    if let (Some(a), Some(e)) = (exact_values(actual.data()), exact_values(expected.data())) {
+        let (mut max_abs, mut mismatches) = (0u128, 0usize);
+        for (a, e) in a.iter().zip(&e) {
+            let diff = a.abs_diff(*e);
+            max_abs = max_abs.max(diff);
+            mismatches += usize::from(diff != 0);
+        }
+        check.max_abs_err = max_abs as f64;
+        check.max_rel_err = if mismatches == 0 { 0.0 } else { f64::INFINITY };
+        check.mismatches = mismatches;
+        check.passed = mismatches == 0;
+        return check;
+    }
     let (mut max_abs, mut max_rel, mut mismatches) = (0f64, 0f64, 0usize);
     for (a, e) in actual
         .data()
@@ -90,6 +105,25 @@ pub fn compare(name: &str, actual: &Tensor, expected: &Tensor, tol: Tolerance) -
     check.mismatches = mismatches;
     check.passed = mismatches == 0;
     check
+}
+
+/// The values of an integer or bool tensor, widened without loss; `None` for floats.
+fn exact_values(data: &TensorData) -> Option<Vec<i128>> {
+    fn widen<T: Copy + Into<i128>>(v: &[T]) -> Option<Vec<i128>> {
+        Some(v.iter().map(|&x| x.into()).collect())
+    }
+    match data {
+        TensorData::I8(v) => widen(v),
+        TensorData::I16(v) => widen(v),
+        TensorData::I32(v) => widen(v),
+        TensorData::I64(v) => widen(v),
+        TensorData::U8(v) => widen(v),
+        TensorData::U16(v) => widen(v),
+        TensorData::U32(v) => widen(v),
+        TensorData::U64(v) => widen(v),
+        TensorData::Bool(v) => Some(v.iter().map(|&b| i128::from(b)).collect()),
+        TensorData::F32(_) | TensorData::F64(_) | TensorData::F16(_) => None,
+    }
 }
 
 /// The outcome of one `test_data_set_N` folder.
@@ -231,6 +265,61 @@ mod tests {
                 &t(vec![1.0]),
                 &Tensor::from_vec(vec![1], vec![1f64]).unwrap(),
                 tol
+            )
+            .passed
+        );
+    }
+
+    #[test]
+    fn integers_and_bools_compare_exactly() {
+        // A loose tolerance would let 1000 pass for 1001; integers must not.
+        let loose = Tolerance {
+            rtol: 0.01,
+            atol: 1.0,
+        };
+        let ints = |v: Vec<i64>| Tensor::from_vec(vec![v.len()], v).unwrap();
+        let off_by_one = compare("i", &ints(vec![0, 1000]), &ints(vec![0, 1001]), loose);
+        assert!(!off_by_one.passed);
+        assert_eq!(off_by_one.mismatches, 1);
+        assert_eq!(off_by_one.max_abs_err, 1.0);
+        // 2^53 + 1 and 2^53 are the same f64: they must still differ here.
+        let big = 1i64 << 53;
+        assert!(!compare("i", &ints(vec![big + 1]), &ints(vec![big]), loose).passed);
+        assert!(
+            compare(
+                "i",
+                &ints(vec![big + 1, -7]),
+                &ints(vec![big + 1, -7]),
+                loose
+            )
+            .passed
+        );
+        let unsigned = |v: Vec<u64>| Tensor::from_vec(vec![v.len()], v).unwrap();
+        assert!(
+            !compare(
+                "u",
+                &unsigned(vec![u64::MAX]),
+                &unsigned(vec![u64::MAX - 1]),
+                loose
+            )
+            .passed
+        );
+        let bools = |v: Vec<bool>| Tensor::from_vec(vec![v.len()], v).unwrap();
+        assert!(
+            !compare(
+                "b",
+                &bools(vec![true, false]),
+                &bools(vec![true, true]),
+                loose
+            )
+            .passed
+        );
+        assert!(
+            compare(
+                "b",
+                &bools(vec![true, false]),
+                &bools(vec![true, false]),
+                loose
             )
             .passed
         );

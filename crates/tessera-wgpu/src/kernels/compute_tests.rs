@@ -1033,7 +1033,9 @@ fn kernels_match_the_reference() {
     let filter = std::env::var("TESSERA_FILTER").unwrap_or_default();
     let mut failures = vec![];
     let mut ran = 0;
-    for (name, op, tensors) in catalogue() {
+    let cases = catalogue();
+    let total = cases.len();
+    for (name, op, tensors) in cases {
         if !name.contains(filter.as_str()) {
             continue;
         }
@@ -1066,6 +1068,11 @@ fn kernels_match_the_reference() {
     }
     eprintln!("{ran} kernel cases run");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // No loop that passes having run nothing: unfiltered, every case of the catalogue ran.
+    assert!(ran > 0, "no kernel case ran (filter {filter:?})");
+    if filter.is_empty() {
+        assert_eq!(ran, total, "kernel cases run");
+    }
 }
 
 /// Runs a single-output op on the device (`None` without an adapter), after validating it.
