@@ -19,4 +19,4 @@ fi
 cd web
 npm ci --no-audit --no-fund --loglevel=error
 ./build.sh
-node --test --test-reporter=spec test/node.test.mjs test/browser.test.mjs
+node --test --test-reporter=spec test/node.test.mjs test/browser.test.mjs test/damaged.test.mjs
