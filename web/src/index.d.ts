@@ -81,5 +81,8 @@ export const WASM_TRAP: 'TESSERA_WASM_TRAP';
  */
 export function moduleStatus(): { instance: number; dead: string | null };
 
-/** Makes the module panic (and so trap), to test how the package copes. Not part of the API. */
-export function trapForTests(message?: string): Promise<void>;
+/**
+ * Makes the module panic (and so trap), to test how the package copes; with `afterAwait`, in the
+ * futures queue after the call returned. Not part of the API.
+ */
+export function trapForTests(message?: string, options?: { afterAwait?: boolean }): Promise<void>;

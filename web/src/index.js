@@ -33,13 +33,7 @@ class Instance {
     this.glue = this.number === 1
       ? firstGlue
       : await import(new URL(`./wasm/tessera_wasm.js?instance=${this.number}`, import.meta.url).href);
-    const url = new URL('./wasm/tessera_wasm_bg.wasm', import.meta.url);
-    if (isNode && url.protocol === 'file:') {
-      const { readFile } = await import('node:fs/promises');
-      await this.glue.default({ module_or_path: await readFile(url) });
-    } else {
-      await this.glue.default({ module_or_path: url });
-    }
+    await this.glue.default({ module_or_path: await compiledModule() });
     this.glue.onPanic((message) => this.markDead(message));
     return this;
   }
@@ -85,6 +79,28 @@ class Instance {
   }
 }
 
+let compiled;
+
+/** The compiled module (in Node.js from the file beside this one), compiled once for all instances. */
+function compiledModule() {
+  compiled ??= (async () => {
+    const url = new URL('./wasm/tessera_wasm_bg.wasm', import.meta.url);
+    if (isNode && url.protocol === 'file:') {
+      const { readFile } = await import('node:fs/promises');
+      return WebAssembly.compile(await readFile(url));
+    }
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`fetching ${url}: HTTP ${response.status}`);
+    if (typeof WebAssembly.compileStreaming === 'function'
+        && response.headers.get('Content-Type')?.startsWith('application/wasm')) {
+      return WebAssembly.compileStreaming(response);
+    }
+    return WebAssembly.compile(await response.arrayBuffer());
+  })();
+  compiled.catch(() => { compiled = undefined; });
+  return compiled;
+}
+
 /** The live module instance, started (or restarted after a trap) when needed. */
 function ensureInit() {
   if (!current || current.dead) current = new Instance(++instances);
@@ -103,10 +119,14 @@ export function moduleStatus() {
   return { instance: current?.number ?? 0, dead: current?.dead ?? null };
 }
 
-/** Makes the module panic (and so trap), to test how the package copes. Not part of the API. */
-export async function trapForTests(message = 'trap for tests') {
+/**
+ * Makes the module panic (and so trap), to test how the package copes; with `afterAwait`, in the
+ * futures queue after the call returned, as a panic while waiting for WebGPU would. Not part of
+ * the API.
+ */
+export async function trapForTests(message = 'trap for tests', { afterAwait = false } = {}) {
   const instance = await ensureInit();
-  instance.call((glue) => glue.panicForTests(message));
+  await instance.callAsync((glue) => glue.panicForTests(message, afterAwait));
 }
 
 const TYPED_ARRAYS = {

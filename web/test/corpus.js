@@ -250,6 +250,40 @@ export async function badInputs(session) {
   return results;
 }
 
+/** Damaged TensorProto bytes for readTensorProto: each must be an Error. */
+export async function badProtos(read) {
+  const good = await read(GOOD.input);
+  const varint = (n) => {
+    const out = [];
+    for (let v = BigInt.asUintN(64, BigInt(n)); ; v >>= 7n) {
+      if (v < 0x80n) return [...out, Number(v)];
+      out.push(Number(v & 0x7fn) | 0x80);
+    }
+  };
+  // TensorProto { dims…; data_type float; raw_data of `bytes` bytes }
+  const proto = (dims, bytes) => new Uint8Array([
+    ...dims.flatMap((d) => [0x08, ...varint(d)]), 0x10, 0x01, 0x4a, ...varint(bytes), ...new Array(bytes).fill(0),
+  ]);
+  const cases = {
+    'truncated .pb': good.slice(0, good.length >> 1),
+    'random bytes': Uint8Array.from({ length: 64 }, (_, i) => (i * 97 + 13) & 255),
+    'dims [65536, 65536], no data (0 elements in 32-bit arithmetic)': proto([65536, 65536], 0),
+    'dims [1e12], 4 bytes': proto([1e12], 4),
+    'dims [-1], 4 bytes': proto([-1], 4),
+    'dims [2^32, 2^32, 2^32], 4 bytes': proto([2 ** 32, 2 ** 32, 2 ** 32], 4),
+  };
+  const results = {};
+  for (const [what, bytes] of Object.entries(cases)) {
+    try {
+      await readTensorProto(bytes);
+      results[what] = { outcome: 'ran', message: '' };
+    } catch (error) {
+      results[what] = describe(error);
+    }
+  }
+  return results;
+}
+
 /** Batch 0 and NaN/Inf values: may run or be refused, must not trap. */
 export async function edgeInputs(session) {
   const name = session.inputNames[0];
@@ -308,6 +342,7 @@ export async function runAll(read, knownTraps = []) {
   lap('good model');
   const bad = await badInputs(session);
   const edge = await edgeInputs(session);
+  const protos = await badProtos(read);
   const goodAfterInputs = await goodOrWhy(read, session);
   lap('inputs');
   const all = [...await byteCases(read), ...await semanticCases(read)];
@@ -332,7 +367,7 @@ export async function runAll(read, knownTraps = []) {
   const goodAfterTraps = await goodOrWhy(read);
   lap('known traps');
   return {
-    good: strip(good), bad, edge, goodAfterInputs, results, goodAfterCorpus, goodFresh, trapResults,
+    good: strip(good), bad: { ...bad, ...Object.fromEntries(Object.entries(protos).map(([k, v]) => [`readTensorProto: ${k}`, v])) }, edge, goodAfterInputs, results, goodAfterCorpus, goodFresh, trapResults,
     oldSession, goodAfterTraps, unknownKnownTraps: knownTraps.filter((n) => !all.some((c) => c.name === n)),
     status: moduleStatus(), time,
   };
@@ -348,7 +383,7 @@ export async function deliberateTrap(read, trapForTests) {
   const session = before.session;
   const report = { before: strip(before), statusBefore: moduleStatus() };
   try {
-    await trapForTests('deliberate panic from the tests');
+    await within(5000, trapForTests('deliberate panic from the tests'), 'the trapping call');
     report.trap = { outcome: 'returned', message: '' };
   } catch (error) {
     report.trap = describe(error);

@@ -54,9 +54,21 @@ pub fn on_panic(listener: js_sys::Function) {
 
 /// Panics on purpose, so that the package's tests can check what its JS layer does when the
 /// module traps (the panic sources in the runtime get fixed, this stays). Not part of the API.
+/// With `after_await`, it panics in the futures queue after this call has returned, as a panic
+/// while waiting for WebGPU would.
 #[wasm_bindgen(js_name = panicForTests)]
-pub fn panic_for_tests(message: &str) {
-    panic!("{message}");
+pub fn panic_for_tests(message: String, after_await: bool) -> js_sys::Promise {
+    settle(async move {
+        if after_await {
+            let resolved = js_sys::Promise::resolve(&JsValue::UNDEFINED);
+            let _ = wasm_bindgen_futures::JsFuture::from(resolved).await;
+        }
+        panic_with(&message)
+    })
+}
+
+fn panic_with(message: &str) -> Result<JsValue, JsValue> {
+    panic!("{message}")
 }
 
 /// A runtime error as a JS `Error` with the runtime's message.

@@ -68,7 +68,9 @@ pub fn feeds_from_js(feeds: &Array) -> Result<Vec<(String, Tensor)>, JsError> {
             // elements in wrapping arithmetic), and the tensor would claim more than its data.
             let dtype_size = dtype.size_of();
             let elements = shape.iter().try_fold(1usize, |n, &d| {
-                (d <= usize::MAX as f64).then(|| d as usize).and_then(|d| n.checked_mul(d))
+                (d <= usize::MAX as f64)
+                    .then(|| d as usize)
+                    .and_then(|d| n.checked_mul(d))
             });
             let shape: Vec<usize> = match elements.and_then(|n| n.checked_mul(dtype_size)) {
                 Some(_) => shape.iter().map(|&d| d as usize).collect(),
