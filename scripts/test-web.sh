@@ -26,5 +26,5 @@ step "wasm build (cargo, wasm-release)" 2400 \
     cargo build -p tessera-wasm --target wasm32-unknown-unknown --profile wasm-release --locked
 step "wasm-bindgen + wasm-opt (web/build.sh)" 1200 web/build.sh
 cd web
-step "npm package tests (Node.js, Chromium)" 900 \
-    node --test --test-reporter=spec test/node.test.mjs test/browser.test.mjs
+step "npm package tests (Node.js, Chromium, damaged models)" 900 \
+    node --test --test-reporter=spec test/node.test.mjs test/browser.test.mjs test/damaged.test.mjs

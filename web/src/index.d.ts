@@ -70,3 +70,19 @@ export class InferenceSession {
 export function readTensorProto(bytes: string | URL | Uint8Array | ArrayBuffer): Promise<{ name: string; tensor: Tensor }>;
 
 export function buildInfo(): Promise<{ version: string; simd128: boolean; backends: string[] }>;
+
+/** `error.code` of an Error caused by the wasm module trapping (a panic: a bug in tessera). */
+export const WASM_TRAP: 'TESSERA_WASM_TRAP';
+
+/**
+ * The module instance in use: `instance` numbers them from 1 (0: none loaded yet); `dead` is why
+ * it trapped, or null. After a trap every session of that instance rejects with a `WASM_TRAP`
+ * Error and the next `InferenceSession.create` starts a fresh instance.
+ */
+export function moduleStatus(): { instance: number; dead: string | null };
+
+/**
+ * Makes the module panic (and so trap), to test how the package copes; with `afterAwait`, in the
+ * futures queue after the call returned. Not part of the API.
+ */
+export function trapForTests(message?: string, options?: { afterAwait?: boolean }): Promise<void>;

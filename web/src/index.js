@@ -2,24 +2,131 @@
 // The API follows onnxruntime-web (InferenceSession, Tensor) so its users switch by changing
 // the import. The work is done by the Rust module in ./wasm/ (crates/tessera-wasm).
 
-import init, { WasmSession, readTensorProto as readProto, buildInfo as wasmBuildInfo } from './wasm/tessera_wasm.js';
-
-let initialised;
+import * as firstGlue from './wasm/tessera_wasm.js';
 
 const isNode = typeof process !== 'undefined' && !!process.versions?.node;
 
-/** Loads and instantiates the wasm module once (in Node.js from the file beside this one). */
-function ensureInit() {
-  initialised ??= (async () => {
+// A Rust panic inside the module aborts: the instance traps (WebAssembly.RuntimeError) and its
+// memory and state are left half-updated, so nothing may call into it again. Each instance is
+// tracked here: the module's panic listener and every call's exceptions mark it dead, calls on
+// a dead instance fail at once with the reason, promises pending on it reject, and the next
+// create (or readTensorProto) starts a fresh instance.
+
+/** The error code of an Error caused by the module trapping. */
+export const WASM_TRAP = 'TESSERA_WASM_TRAP';
+
+let current;
+let instances = 0;
+
+class Instance {
+  constructor(number) {
+    this.number = number;
+    this.dead = null;
+    this.died = new Promise((_, reject) => { this.kill = reject; });
+    this.died.catch(() => {});
+    this.ready = this.#load();
+  }
+
+  async #load() {
+    // Every instance needs its own copy of the wasm-bindgen glue (it holds the instance in
+    // module state); the first is the static import, later ones are imported afresh.
+    this.glue = this.number === 1
+      ? firstGlue
+      : await import(new URL(`./wasm/tessera_wasm.js?instance=${this.number}`, import.meta.url).href);
+    await this.glue.default({ module_or_path: await compiledModule() });
+    this.glue.onPanic((message) => this.markDead(message));
+    return this;
+  }
+
+  /** Marks the instance dead (the first reason wins) and rejects what is pending on it. */
+  markDead(reason) {
+    if (this.dead) return;
+    this.dead = String(reason).trim();
+    this.kill(this.error());
+  }
+
+  /** The Error for anything that hits this instance once dead. */
+  error(cause) {
+    const error = new Error(
+      `tessera's wasm module trapped: ${this.dead}\n(a bug in tessera: please report it with the model and inputs.` +
+      ' Every session of that module instance is unusable; InferenceSession.create starts a fresh one.)',
+      cause ? { cause } : undefined,
+    );
+    error.code = WASM_TRAP;
+    return error;
+  }
+
+  /** Calls into the module; a trap during the call kills the instance and is reported. */
+  call(f) {
+    if (this.dead) throw this.error();
+    try {
+      return f(this.glue);
+    } catch (error) {
+      // Errors the runtime returns are plain Errors; a trap is a RuntimeError, and running out
+      // of JS stack inside wasm a RangeError: either leaves the instance in an unknown state.
+      if (this.dead || error instanceof WebAssembly.RuntimeError || error instanceof RangeError) {
+        this.markDead(this.dead ?? `${error.name}: ${error.message}`);
+        throw this.error(error);
+      }
+      throw error;
+    }
+  }
+
+  /** `call` for a call that returns a promise: it also rejects if the instance dies meanwhile. */
+  async callAsync(f) {
+    const promise = this.call(f);
+    return Promise.race([promise, this.died]);
+  }
+}
+
+let compiled;
+
+/** The compiled module (in Node.js from the file beside this one), compiled once for all instances. */
+function compiledModule() {
+  compiled ??= (async () => {
     const url = new URL('./wasm/tessera_wasm_bg.wasm', import.meta.url);
     if (isNode && url.protocol === 'file:') {
       const { readFile } = await import('node:fs/promises');
-      await init({ module_or_path: await readFile(url) });
-    } else {
-      await init({ module_or_path: url });
+      return WebAssembly.compile(await readFile(url));
     }
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`fetching ${url}: HTTP ${response.status}`);
+    if (typeof WebAssembly.compileStreaming === 'function'
+        && response.headers.get('Content-Type')?.startsWith('application/wasm')) {
+      return WebAssembly.compileStreaming(response);
+    }
+    return WebAssembly.compile(await response.arrayBuffer());
   })();
-  return initialised;
+  compiled.catch(() => { compiled = undefined; });
+  return compiled;
+}
+
+/** The live module instance, started (or restarted after a trap) when needed. */
+function ensureInit() {
+  if (!current || current.dead) current = new Instance(++instances);
+  const instance = current;
+  return instance.ready.catch((error) => {
+    if (current === instance) current = undefined;
+    throw error;
+  });
+}
+
+/**
+ * Which module instance the package uses and whether it is alive: `{ instance, dead }` (`dead`
+ * is the trap's reason, or null). Instances are numbered from 1; a new one starts after a trap.
+ */
+export function moduleStatus() {
+  return { instance: current?.number ?? 0, dead: current?.dead ?? null };
+}
+
+/**
+ * Makes the module panic (and so trap), to test how the package copes; with `afterAwait`, in the
+ * futures queue after the call returned, as a panic while waiting for WebGPU would. Not part of
+ * the API.
+ */
+export async function trapForTests(message = 'trap for tests', { afterAwait = false } = {}) {
+  const instance = await ensureInit();
+  await instance.callAsync((glue) => glue.panicForTests(message, afterAwait));
 }
 
 const TYPED_ARRAYS = {
@@ -87,12 +194,14 @@ function fromWasm(raw) {
 /** A model bound to a backend: `await InferenceSession.create(model, { backend })`. */
 export class InferenceSession {
   #inner;
+  #instance;
   #queue = Promise.resolve();
   #metadata;
 
-  constructor(inner) {
+  constructor(inner, instance) {
     this.#inner = inner;
-    this.#metadata = JSON.parse(inner.metadata());
+    this.#instance = instance;
+    this.#metadata = JSON.parse(instance.call(() => inner.metadata()));
   }
 
   /**
@@ -103,19 +212,24 @@ export class InferenceSession {
    * instead of refusing the model.
    */
   static async create(model, options = {}) {
-    await ensureInit();
     const backend = options.backend ?? providerName(options.executionProviders?.[0]) ?? 'auto';
     const bytes = await modelBytes(model);
-    const inner = await WasmSession.create(bytes, backend, !!options.allowFallback);
-    return new InferenceSession(inner);
+    const instance = await ensureInit();
+    const inner = await instance.callAsync((glue) => glue.WasmSession.create(bytes, backend, !!options.allowFallback));
+    return new InferenceSession(inner, instance);
   }
 
   /** The backend running this session: 'webgpu' or 'cpu'. */
-  get backend() { return this.#inner.backend; }
+  get backend() { return this.#get('backend'); }
   /** Why this backend was chosen (with 'auto': what was skipped, and why). */
-  get backendReason() { return this.#inner.backendReason; }
+  get backendReason() { return this.#get('backendReason'); }
   /** The WebGPU adapter, when on WebGPU. */
-  get device() { return this.#inner.device; }
+  get device() { return this.#get('device'); }
+
+  #get(property) {
+    if (!this.#inner) throw new Error('this session was released');
+    return this.#instance.call(() => this.#inner[property]);
+  }
   get inputNames() { return this.#metadata.inputs.map((i) => i.name); }
   get outputNames() { return this.#metadata.outputs.map((o) => o.name); }
   /** `[{ name, type, shape }]`; a shape holds numbers, symbolic names, or null when unknown. */
@@ -144,7 +258,7 @@ export class InferenceSession {
         if (!this.outputNames.includes(name)) throw new Error(`unknown output '${name}' (outputs: ${this.outputNames.join(', ')})`);
       }
     }
-    const outputs = await this.#inner.run(list);
+    const outputs = await this.#instance.callAsync(() => this.#inner.run(list));
     const result = {};
     for (const raw of outputs) {
       if (!fetches || fetches.includes(raw.name)) result[raw.name] = fromWasm(raw);
@@ -155,7 +269,8 @@ export class InferenceSession {
   /** Frees the session's memory (wasm and GPU). */
   async release() {
     await this.#queue;
-    this.#inner?.free();
+    // A dead instance is not called again: its memory goes with it.
+    if (!this.#instance.dead) this.#instance.call(() => this.#inner?.free());
     this.#inner = undefined;
   }
 }
@@ -188,13 +303,14 @@ async function modelBytes(model) {
 
 /** Reads a serialized ONNX TensorProto (the .pb files of ONNX test data) into a Tensor. */
 export async function readTensorProto(bytes) {
-  await ensureInit();
-  const raw = readProto(await modelBytes(bytes));
+  const data = await modelBytes(bytes);
+  const instance = await ensureInit();
+  const raw = instance.call((glue) => glue.readTensorProto(data));
   return { name: raw.name, tensor: fromWasm(raw) };
 }
 
 /** This build: version, SIMD128, backends. */
 export async function buildInfo() {
-  await ensureInit();
-  return JSON.parse(wasmBuildInfo());
+  const instance = await ensureInit();
+  return JSON.parse(instance.call((glue) => glue.buildInfo()));
 }

@@ -17,6 +17,7 @@ const MOUNTS = {
   '/bench/': join(web, 'bench'),
   '/ort/': join(web, 'node_modules', 'onnxruntime-web', 'dist'),
   '/models/': join(shared, 'models'),
+  '/node/': join(shared, 'onnx-tests', 'node'),
   '/examples/': join(root, 'examples'),
 };
 

@@ -6,21 +6,69 @@
 //! browser's WebGPU), tensors crossing as `{ name, type, dims, data }` objects.
 //!
 //! Every failure is a JS `Error` carrying the runtime's message, and the session stays usable
-//! afterwards; a Rust panic (a bug) is printed to the console by `console_error_panic_hook`.
+//! afterwards. A Rust panic (a bug) aborts: the module traps and is unusable from then on. The
+//! panic is printed to the console by `console_error_panic_hook` and passed to the listener the
+//! JS layer registers with [`on_panic`], which marks the instance dead. So that the trap reaches
+//! the caller (rather than a microtask no one awaits), everything that does not wait for WebGPU
+//! — parsing the model, planning and running on the cpu — happens inside the call that asked
+//! for it (see [`settle`]).
 //! Natively this crate is empty: it is built for `wasm32-unknown-unknown` by `web/build.sh`.
 
 #![cfg(target_arch = "wasm32")]
 
 mod tensors;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
 use tessera::{Backend, Session};
 use wasm_bindgen::prelude::*;
 
+thread_local! {
+    /// The JS function told about a panic (see [`on_panic`]).
+    static PANIC_LISTENER: RefCell<Option<js_sys::Function>> = const { RefCell::new(None) };
+}
+
 #[wasm_bindgen(start)]
 fn start() {
-    console_error_panic_hook::set_once();
+    std::panic::set_hook(Box::new(|info| {
+        console_error_panic_hook::hook(info);
+        let message = info.to_string();
+        PANIC_LISTENER.with(|listener| {
+            if let Ok(listener) = listener.try_borrow() {
+                if let Some(listener) = listener.as_ref() {
+                    let _ = listener.call1(&JsValue::NULL, &JsValue::from_str(&message));
+                }
+            }
+        });
+    }));
+}
+
+/// Registers `listener(message)`, called with the panic message (location included) when Rust
+/// panics, just before the module traps. It must not call back into this module.
+#[wasm_bindgen(js_name = onPanic)]
+pub fn on_panic(listener: js_sys::Function) {
+    PANIC_LISTENER.with(|l| *l.borrow_mut() = Some(listener));
+}
+
+/// Panics on purpose, so that the package's tests can check what its JS layer does when the
+/// module traps (the panic sources in the runtime get fixed, this stays). Not part of the API.
+/// With `after_await`, it panics in the futures queue after this call has returned, as a panic
+/// while waiting for WebGPU would.
+#[wasm_bindgen(js_name = panicForTests)]
+pub fn panic_for_tests(message: String, after_await: bool) -> js_sys::Promise {
+    settle(async move {
+        if after_await {
+            let resolved = js_sys::Promise::resolve(&JsValue::UNDEFINED);
+            let _ = wasm_bindgen_futures::JsFuture::from(resolved).await;
+        }
+        panic_with(&message)
+    })
+}
+
+fn panic_with(message: &str) -> Result<JsValue, JsValue> {
+    panic!("{message}")
 }
 
 /// A runtime error as a JS `Error` with the runtime's message.
@@ -40,26 +88,27 @@ pub struct WasmSession {
 #[wasm_bindgen]
 impl WasmSession {
     /// Loads a model from its bytes onto `backend`: `"auto"`, `"webgpu"` (or `"wgpu"`), `"cpu"`.
-    /// With `allow_fallback`, ops WebGPU lacks run on the cpu, each copy reported.
-    pub async fn create(
-        model: Vec<u8>,
-        backend: String,
-        allow_fallback: bool,
-    ) -> Result<WasmSession, JsError> {
-        let backend = match backend.as_str() {
-            // onnxruntime-web's name for its cpu backend.
-            "wasm" => Backend::Cpu,
-            other => other.parse::<Backend>().map_err(js_error)?,
-        };
-        let session = Session::builder()
-            .backend(backend)
-            .allow_fallback(allow_fallback)
-            .load_bytes_async(&model)
-            .await
-            .map_err(js_error)?;
-        Ok(WasmSession {
-            session: Rc::new(session),
-            busy: Rc::new(Cell::new(false)),
+    /// With `allow_fallback`, ops WebGPU lacks run on the cpu, each copy reported. Resolves to a
+    /// `WasmSession`. Everything up to the first wait for WebGPU happens inside this call (see
+    /// [`settle`]): on the cpu the whole load, so a panic traps here, not in a microtask.
+    pub fn create(model: Vec<u8>, backend: String, allow_fallback: bool) -> js_sys::Promise {
+        settle(async move {
+            let backend = match backend.as_str() {
+                // onnxruntime-web's name for its cpu backend.
+                "wasm" => Backend::Cpu,
+                other => other.parse::<Backend>().map_err(js_error)?,
+            };
+            let session = Session::builder()
+                .backend(backend)
+                .allow_fallback(allow_fallback)
+                .load_bytes_async(&model)
+                .await
+                .map_err(js_error)?;
+            Ok(WasmSession {
+                session: Rc::new(session),
+                busy: Rc::new(Cell::new(false)),
+            }
+            .into())
         })
     }
 
@@ -91,16 +140,14 @@ impl WasmSession {
     }
 
     /// Runs on `feeds`, an array of `{ name, type, dims, data }`; resolves to the outputs in the
-    /// model's order, in the same form.
+    /// model's order, in the same form. On the cpu the run happens inside this call (see
+    /// [`settle`]).
     pub fn run(&self, feeds: js_sys::Array) -> js_sys::Promise {
         let session = self.session.clone();
         let busy = self.busy.clone();
-        wasm_bindgen_futures::future_to_promise(async move {
+        settle(async move {
             if busy.replace(true) {
-                return Err(JsError::new(
-                    "this session is already running: await the previous run() first",
-                )
-                .into());
+                return Err(busy_error().into());
             }
             let result = async {
                 let inputs = tensors::feeds_from_js(&feeds)?;
@@ -112,6 +159,28 @@ impl WasmSession {
             result.map(Into::into).map_err(Into::into)
         })
     }
+}
+
+/// A promise of `future`, polled once right here: what completes without waiting (parsing a
+/// model, everything on the cpu) settles inside the caller's call, so that a panic traps there,
+/// where the JS layer sees it, and not in a microtask of the futures queue, where the trap would
+/// be an uncaught exception and the promise would never settle. What waits (WebGPU) goes on in
+/// the queue; every future polled again picks up the queue's waker.
+fn settle(future: impl Future<Output = Result<JsValue, JsValue>> + 'static) -> js_sys::Promise {
+    let mut future = Box::pin(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(Ok(value)) => js_sys::Promise::resolve(&value),
+        Poll::Ready(Err(error)) => js_sys::Promise::reject(&error),
+        Poll::Pending => wasm_bindgen_futures::future_to_promise(future),
+    }
+}
+
+/// A second concurrent run on one session.
+fn busy_error() -> JsError {
+    JsError::new("this session is already running: await the previous run() first")
 }
 
 /// Reads a serialized ONNX `TensorProto` (the `.pb` files of ONNX test data) into
