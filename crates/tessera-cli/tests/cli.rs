@@ -557,3 +557,40 @@ fn cuda_without_a_gpu_says_why_and_never_falls_back() {
         "check did not run elsewhere"
     );
 }
+
+/// The cpu path touches no GPU driver: `run` and `bench` on cpu never load the Vulkan loader
+/// or libcuda (glibc's loader lists every library it opens under `LD_DEBUG=libs`).
+#[test]
+fn cpu_runs_load_no_gpu_driver() {
+    let model = example().join("model.onnx");
+    let input = format!(
+        "x={}",
+        example().join("test_data_set_0/input_0.pb").display()
+    );
+    for args in [
+        vec!["run", model.to_str().unwrap(), "--input", &input],
+        vec!["run", model.to_str().unwrap(), "--backend", "cpu"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(&args)
+            .env("LD_DEBUG", "libs")
+            .output()
+            .expect("spawn tessera");
+        let (stdout, stderr) = text(&output);
+        assert!(output.status.success(), "{args:?}: {stdout}\n{stderr}");
+        // The loader's own log proves it is watching (libc is always searched for).
+        assert!(stderr.contains("libc.so"), "LD_DEBUG gave no log: {stderr}");
+        for driver in ["libvulkan", "libcuda", "libnvrtc", "libcublas"] {
+            assert!(
+                !stderr.contains(driver),
+                "{args:?} on cpu loaded {driver}: {}",
+                stderr
+                    .lines()
+                    .filter(|l| l.contains(driver))
+                    .take(3)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
+    }
+}

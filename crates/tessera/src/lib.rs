@@ -63,6 +63,14 @@ pub fn backend_status(backend: Backend) -> BackendStatus {
 /// Turns a requested backend into a usable one, with a sentence saying why it was chosen;
 /// an unusable request is an error naming the reason and the alternatives.
 pub fn resolve_backend(requested: Backend) -> Result<(Backend, String)> {
+    // A concrete request that is available probes nothing else: the cpu path never loads a GPU
+    // driver (Vulkan's loader and Mesa print to the terminal when they are merely probed).
+    if requested != Backend::Auto {
+        let status = backend_status(requested);
+        if status.available {
+            return Ok((requested, format!("{requested} requested")));
+        }
+    }
     let statuses: Vec<BackendStatus> = Backend::PREFERENCE
         .into_iter()
         .map(backend_status)
@@ -106,16 +114,15 @@ pub fn resolve_backend(requested: Backend) -> Result<(Backend, String)> {
             available,
         });
     }
-    let status = backend_status(requested);
-    if status.available {
-        Ok((requested, format!("{requested} requested")))
-    } else {
-        Err(Error::BackendUnavailable {
-            backend: requested.to_string(),
-            reason: status.detail,
-            available,
-        })
-    }
+    let status = statuses
+        .into_iter()
+        .find(|s| s.backend == requested)
+        .unwrap_or_else(|| backend_status(requested));
+    Err(Error::BackendUnavailable {
+        backend: requested.to_string(),
+        reason: status.detail,
+        available,
+    })
 }
 
 /// Which of the model's op types a backend can run (`None` when the backend is not compiled in).
