@@ -170,6 +170,8 @@ impl Model {
             .retain(|outlet| !folding[sources.iter().position(|s| s == outlet).unwrap_or(0)]);
         let mut typed = graph.into_typed()?;
         super::quant_barrier::guard_quantized_softmax(&mut typed)?;
-        typed.into_decluttered()
+        let mut typed = typed.into_decluttered()?;
+        super::index_check::guard_indices(&mut typed)?;
+        Ok(typed)
     }
 }
