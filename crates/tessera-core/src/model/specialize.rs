@@ -157,6 +157,7 @@ impl Model {
         }
         for ((outlet, tensor), &fold) in sources.iter().zip(inputs).zip(folding) {
             if fold {
+                check_folded_value(&graph, *outlet, tensor)?;
                 let value = Arc::new(to_tract(tensor)?);
                 let node = graph.node_mut(outlet.node);
                 node.op = Box::new(tract_onnx::tract_hir::ops::konst::Const::new(
@@ -174,4 +175,43 @@ impl Model {
         super::index_check::guard_indices(&mut typed)?;
         Ok(typed)
     }
+}
+
+/// Values that tract divides by or indexes with while it infers shapes, checked before an input
+/// holding them is folded in (tract panics on them: a division by zero, an index out of range).
+/// A session planned at load with zero inputs, or a user's invalid value, gets an error instead.
+fn check_folded_value(
+    graph: &InferenceModel,
+    outlet: OutletId,
+    tensor: &Tensor,
+) -> TractResult<()> {
+    let values = tensor.data().to_f64_vec();
+    let node = graph.node(outlet.node);
+    for output in &node.outputs {
+        for inlet in &output.successors {
+            let user = graph.node(inlet.node);
+            let op = user.op.name();
+            let bad = match (&*op, inlet.slot) {
+                // ONNX Slice: data, starts, ends, axes, steps.
+                ("StridedSlice" | "Slice", 4) => values.contains(&0.0).then_some("a step of 0"),
+                // Range: start, limit, delta.
+                ("Range", 2) => values.contains(&0.0).then_some("a delta of 0"),
+                // STFT: signal, frame_step, window, frame_length.
+                ("STFT" | "Stft", 1 | 3) => values
+                    .contains(&0.0)
+                    .then_some("a frame step or length of 0"),
+                // OneHot: indices, depth, values.
+                ("OneHot", 1) => values.iter().any(|&d| d < 1.0).then_some("a depth below 1"),
+                _ => None,
+            };
+            if let Some(bad) = bad {
+                anyhow::bail!(
+                    "input '{}' gives {op} node '{}' {bad}",
+                    node.name,
+                    user.name
+                );
+            }
+        }
+    }
+    Ok(())
 }
