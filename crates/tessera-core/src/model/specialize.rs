@@ -11,6 +11,7 @@ use crate::tract_bridge::{datum_type, to_tract};
 use crate::{DType, Error, Result, Tensor};
 use std::sync::Arc;
 use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::ops::konst::Const;
 
 /// Inputs with at most this many elements are folded when a plan needs their values,
 /// unless they are floating point (floats fold only up to [`MAX_FOLDED_FLOATS`]).
@@ -157,13 +158,18 @@ impl Model {
         }
         for ((outlet, tensor), &fold) in sources.iter().zip(inputs).zip(folding) {
             if fold {
-                check_folded_value(&graph, *outlet, tensor)?;
                 let value = Arc::new(to_tract(tensor)?);
                 let node = graph.node_mut(outlet.node);
                 node.op = Box::new(tract_onnx::tract_hir::ops::konst::Const::new(
                     value.clone(),
                 )?);
                 node.outputs[0].fact = InferenceFact::from(value.into_tensor());
+            }
+        }
+        // Checked once every folded input is a constant (OneHot's indices need its depth).
+        for ((outlet, tensor), &fold) in sources.iter().zip(inputs).zip(folding) {
+            if fold {
+                check_folded_value(&graph, *outlet, tensor)?;
             }
         }
         graph
@@ -191,17 +197,34 @@ fn check_folded_value(
         for inlet in &output.successors {
             let user = graph.node(inlet.node);
             let op = user.op.name();
-            let bad = match (&*op, inlet.slot) {
+            let bad: Option<String> = match (&*op, inlet.slot) {
                 // ONNX Slice: data, starts, ends, axes, steps.
-                ("StridedSlice" | "Slice", 4) => values.contains(&0.0).then_some("a step of 0"),
+                ("StridedSlice" | "Slice", 4) => {
+                    values.contains(&0.0).then(|| "a step of 0".into())
+                }
                 // Range: start, limit, delta.
-                ("Range", 2) => values.contains(&0.0).then_some("a delta of 0"),
+                ("Range", 2) => values.contains(&0.0).then(|| "a delta of 0".into()),
                 // STFT: signal, frame_step, window, frame_length.
                 ("STFT" | "Stft", 1 | 3) => values
                     .contains(&0.0)
-                    .then_some("a frame step or length of 0"),
+                    .then(|| "a frame step or length of 0".into()),
                 // OneHot: indices, depth, values.
-                ("OneHot", 1) => values.iter().any(|&d| d < 1.0).then_some("a depth below 1"),
+                ("OneHot", 1) => values
+                    .iter()
+                    .any(|&d| d < 1.0)
+                    .then(|| "a depth below 1".into()),
+                // tract evaluates a OneHot of constant indices while typing the graph, unchecked.
+                ("OneHot", 0) => {
+                    user.inputs
+                        .get(1)
+                        .and_then(|o| graph.node(o.node).op_as::<Const>())
+                        .and_then(|c| c.val().cast_to_scalar::<f64>().ok())
+                        .and_then(|depth| {
+                            values.iter().find(|&&v| v < -depth || v >= depth).map(|v| {
+                                format!("index {v} is out of range for a depth of {depth}")
+                            })
+                        })
+                }
                 _ => None,
             };
             if let Some(bad) = bad {
