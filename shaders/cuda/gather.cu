@@ -1,8 +1,10 @@
 // out[o, j, k] = data[o, indices[j], k]: data viewed as [outer, dim, inner], the output as
 // [outer, count, inner] (count = number of indices). Indices are 32-bit words (i64 indices are
 // i32 on the device); when signed, negative ones count from the end. An index still outside
-// 0..dim (the reference fails on it) reads nothing and writes 0. Words of any dtype, moved as
+// 0..dim reads nothing and writes 0. Words of any dtype, moved as
 // u32.
+// Host and constant indices are checked before upload (out of range: an error, as on cpu), so
+// only an index computed on the device can be out of range here (docs/robustness.md).
 // params: [n, inner, count, dim, signed (1: indices are i32 words, 0: u32 words)]
 struct Kernel {
     const u32* params;

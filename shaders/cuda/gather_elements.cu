@@ -1,7 +1,9 @@
 // GatherElements: out[c] = data[c with c[axis] = indices[c]] for every coordinate c of the
 // indices (the output has their shape). Indices are 32-bit words (i64 indices are i32 on the
-// device); when signed, negative ones count from the end. An index still outside 0..dim (the
-// reference fails on it) reads nothing and writes 0. Words of any dtype, moved as u32.
+// device); when signed, negative ones count from the end. An index still outside 0..dim
+// reads nothing and writes 0. Words of any dtype, moved as u32.
+// Host and constant indices are checked before upload (out of range: an error, as on cpu), so
+// only an index computed on the device can be out of range here (docs/robustness.md).
 // params: [n, rank, axis, signed (1: i32 index words, 0: u32), dim (data's axis),
 //          indices_shape[rank], data_strides[rank]]
 struct Kernel {

@@ -4,6 +4,8 @@
 // `axis`, so that is ascending j). {{T}}: the data word; {{COMBINE}}: the reduction of the
 // current value `a` and the update `b`; {{WRAP}} narrows integer results. Indices are 32-bit
 // words (signed: negative ones count from the end); one still out of range hits nothing.
+// Host and constant indices are checked before upload (out of range: an error, as on cpu), so
+// only an index computed on the device can be out of range here (docs/robustness.md).
 // params: [n, rank, axis, signed (1: i32 index words, 0: u32), dim (data's axis),
 //          count (indices' axis), data_shape[rank], indices_shape[rank], indices_strides[rank]]
 

@@ -41,6 +41,9 @@ pub enum Cause {
     OtherError,
     /// Did not finish within the time limit.
     Timeout,
+    /// Something panicked during the case (caught by Tessera or not): a failure even when the
+    /// outputs matched, because the browser build aborts on any panic.
+    Panicked,
 }
 
 /// The outcome of one model folder.
@@ -122,17 +125,39 @@ pub fn run_case_bounded(
 ) -> CaseResult {
     let (sender, receiver) = mpsc::channel();
     let owned = dir.to_path_buf();
+    tessera::install_panic_counter();
     std::thread::spawn(move || {
-        let _ = sender.send(run_case(&owned, backend, tol));
+        // Counted per thread (other tests run beside this one); panics on tract's pool threads
+        // that Tessera caught on this one count here too.
+        let before = tessera::panics_seen_on_this_thread();
+        let mut result = run_case(&owned, backend, tol);
+        let panics = tessera::panics_seen_on_this_thread() - before;
+        if panics > 0 {
+            let after = match &result.failure {
+                Some((cause, message)) => format!("; then [{cause:?}] {message}"),
+                None => String::new(),
+            };
+            result.failure = Some((Cause::Panicked, format!("{panics} panic(s){after}")));
+        }
+        let _ = sender.send(result);
     });
-    receiver.recv_timeout(limit).unwrap_or_else(|_| CaseResult {
-        name: dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        failure: Some((Cause::Timeout, format!("no result after {limit:?}"))),
-        elapsed: limit,
-    })
+    receiver
+        .recv_timeout(limit)
+        .unwrap_or_else(|error| CaseResult {
+            name: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            failure: Some(match error {
+                mpsc::RecvTimeoutError::Timeout => {
+                    (Cause::Timeout, format!("no result after {limit:?}"))
+                }
+                mpsc::RecvTimeoutError::Disconnected => {
+                    (Cause::Panicked, "a panic escaped the case".into())
+                }
+            }),
+            elapsed: limit,
+        })
 }
 
 /// Sub-folders of `root` that hold a `model.onnx`, sorted.

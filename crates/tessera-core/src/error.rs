@@ -120,10 +120,22 @@ pub fn chain_message(error: &anyhow::Error) -> String {
 }
 
 /// Runs `f`, turning a panic inside tract into [`Error::Internal`] so callers never see one.
+///
+/// This is a last line of defence, not a way to handle bad input: the browser build aborts on
+/// panic (`panic = "abort"`), so a panic caught here natively traps the whole wasm module there.
+/// Every panic, caught or not, is counted ([`panics_seen`], [`panics_seen_on_this_thread`]) so
+/// tests can assert that none happened; the fix for one is a check before tract is called.
 pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    install_panic_counter();
+    let before = panics_seen_on_this_thread();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(result) => result,
         Err(payload) => {
+            // A panic on a worker thread (tract's thread pool) that was resumed on this one was
+            // counted on the worker: count it on this thread too, once.
+            if panics_seen_on_this_thread() == before {
+                THREAD_PANICS.with(|n| n.set(n.get() + 1));
+            }
             let message = payload
                 .downcast_ref::<String>()
                 .cloned()
@@ -131,5 +143,66 @@ pub fn catch_panic<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
                 .unwrap_or_else(|| "unknown panic".into());
             Err(Error::Internal(format!("{what}: {message}")))
         }
+    }
+}
+
+static PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+thread_local! {
+    static THREAD_PANICS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Installs (once per process) a panic hook that counts every panic, caught or not, then hands
+/// it to the hook that was there before (which prints it, by default). [`catch_panic`] installs
+/// it; tests call it first so that panics outside Tessera's calls are counted too.
+pub fn install_panic_counter() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            // `try_with`: a panic while the thread's locals are being destroyed is still counted
+            // process-wide.
+            let _ = THREAD_PANICS.try_with(|n| n.set(n.get() + 1));
+            previous(info);
+        }));
+    });
+}
+
+/// Panics seen in this process since [`install_panic_counter`] (or the first [`catch_panic`]),
+/// caught or not, on any thread.
+pub fn panics_seen() -> usize {
+    PANICS.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Panics seen on the calling thread, caught or not, plus panics on other threads that
+/// [`catch_panic`] caught on this one (a thread pool's worker panic resumed here). For per-case
+/// accounting when other threads of the process run other work.
+pub fn panics_seen_on_this_thread() -> usize {
+    THREAD_PANICS.with(std::cell::Cell::get)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caught_panics_are_counted() {
+        install_panic_counter();
+        let (all, mine) = (panics_seen(), panics_seen_on_this_thread());
+        let err = catch_panic("testing", || -> Result<()> { panic!("on purpose") }).unwrap_err();
+        assert!(err.to_string().contains("on purpose"), "{err}");
+        assert!(panics_seen() > all);
+        assert_eq!(panics_seen_on_this_thread(), mine + 1);
+        // A panic on another thread, resumed on this one, counts here once.
+        let err = catch_panic("testing", || -> Result<()> {
+            let payload = std::thread::spawn(|| panic!("elsewhere"))
+                .join()
+                .unwrap_err();
+            std::panic::resume_unwind(payload)
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("elsewhere"), "{err}");
+        assert_eq!(panics_seen_on_this_thread(), mine + 2);
     }
 }

@@ -603,6 +603,16 @@ impl Compiled {
                 feeds.len()
             )));
         }
+        // Out-of-range indices from the host are the cpu backend's error, not a silent 0 in a
+        // kernel (which only guards against reading outside its buffers); as on wgpu.
+        let host: Vec<Option<&Tensor>> = feeds
+            .iter()
+            .map(|feed| match feed {
+                Feed::Host(t) => Some(*t),
+                Feed::Device(_) => None,
+            })
+            .collect();
+        plan.check_host_indices("cuda", &host)?;
         let stream = exec.stream.cu_stream();
         let mut transfers = Transfers::default();
         // Host words must outlive their asynchronous copies: kept until the stream is synced.

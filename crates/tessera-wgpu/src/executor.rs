@@ -546,6 +546,16 @@ impl Compiled {
                 feeds.len()
             )));
         }
+        // Out-of-range indices from the host are the cpu backend's error, not a silent 0 in a
+        // shader (which only guards against reading outside its buffers).
+        let host: Vec<Option<&Tensor>> = feeds
+            .iter()
+            .map(|feed| match feed {
+                Feed::Host(t) => Some(*t),
+                Feed::Device(_) => None,
+            })
+            .collect();
+        plan.check_host_indices("wgpu", &host)?;
         let mut transfers = Transfers::default();
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let mut encoder = ctx

@@ -21,6 +21,8 @@ pub mod diagnostics;
 mod session;
 
 pub use session::{DeviceTensor, Session, SessionBuilder};
+/// Panic accounting: every panic, caught or not, is counted (tests assert none happened).
+pub use tessera_core::error::{install_panic_counter, panics_seen, panics_seen_on_this_thread};
 pub use tessera_core::plan::report::mib as plan_mib;
 pub use tessera_core::plan::{DeviceMemory, PlanReport, Transfers};
 pub use tessera_core::tensor::{npy, onnx_pb};

@@ -33,6 +33,14 @@ pub(super) fn register(registry: &mut Registry) {
     registry.add::<ScatterElements>(scatter_elements);
     registry.add::<Trilu>(trilu);
     registry.add::<OneHot>(one_hot);
+    registry.add::<crate::model::index_check::IndexCheck>(index_check);
+}
+
+/// An index check in front of an indexing op is a view on the device: the session checks the
+/// indices that come from the host before uploading them ([`crate::plan::Plan::check_host_indices`]).
+fn index_check(_: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
+    let (input, output) = (facts.input(0)?, facts.output(0)?);
+    Ok((input.shape == output.shape && input.dtype == output.dtype).then(Lowering::view))
 }
 
 /// The permutation `Move(from, to)` applies: output axis `i` is input axis `perm[i]`.

@@ -6,6 +6,7 @@
 //! some inputs folded in as constants ([`specialize`]) → decluttered typed graph, which each
 //! backend turns into its own plan.
 
+pub mod index_check;
 pub mod info;
 pub mod inputs;
 pub mod quant_barrier;

@@ -11,6 +11,7 @@ use crate::tract_bridge::{datum_type, to_tract};
 use crate::{DType, Error, Result, Tensor};
 use std::sync::Arc;
 use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::ops::konst::Const;
 
 /// Inputs with at most this many elements are folded when a plan needs their values,
 /// unless they are floating point (floats fold only up to [`MAX_FOLDED_FLOATS`]).
@@ -165,11 +166,75 @@ impl Model {
                 node.outputs[0].fact = InferenceFact::from(value.into_tensor());
             }
         }
+        // Checked once every folded input is a constant (OneHot's indices need its depth).
+        for ((outlet, tensor), &fold) in sources.iter().zip(inputs).zip(folding) {
+            if fold {
+                check_folded_value(&graph, *outlet, tensor)?;
+            }
+        }
         graph
             .inputs
             .retain(|outlet| !folding[sources.iter().position(|s| s == outlet).unwrap_or(0)]);
         let mut typed = graph.into_typed()?;
         super::quant_barrier::guard_quantized_softmax(&mut typed)?;
-        typed.into_decluttered()
+        let mut typed = typed.into_decluttered()?;
+        super::index_check::guard_indices(&mut typed)?;
+        Ok(typed)
     }
+}
+
+/// Values that tract divides by or indexes with while it infers shapes, checked before an input
+/// holding them is folded in (tract panics on them: a division by zero, an index out of range).
+/// A session planned at load with zero inputs, or a user's invalid value, gets an error instead.
+fn check_folded_value(
+    graph: &InferenceModel,
+    outlet: OutletId,
+    tensor: &Tensor,
+) -> TractResult<()> {
+    let values = tensor.data().to_f64_vec();
+    let node = graph.node(outlet.node);
+    for output in &node.outputs {
+        for inlet in &output.successors {
+            let user = graph.node(inlet.node);
+            let op = user.op.name();
+            let bad: Option<String> = match (&*op, inlet.slot) {
+                // ONNX Slice: data, starts, ends, axes, steps.
+                ("StridedSlice" | "Slice", 4) => {
+                    values.contains(&0.0).then(|| "a step of 0".into())
+                }
+                // Range: start, limit, delta.
+                ("Range", 2) => values.contains(&0.0).then(|| "a delta of 0".into()),
+                // STFT: signal, frame_step, window, frame_length.
+                ("STFT" | "Stft", 1 | 3) => values
+                    .contains(&0.0)
+                    .then(|| "a frame step or length of 0".into()),
+                // OneHot: indices, depth, values.
+                ("OneHot", 1) => values
+                    .iter()
+                    .any(|&d| d < 1.0)
+                    .then(|| "a depth below 1".into()),
+                // tract evaluates a OneHot of constant indices while typing the graph, unchecked.
+                ("OneHot", 0) => {
+                    user.inputs
+                        .get(1)
+                        .and_then(|o| graph.node(o.node).op_as::<Const>())
+                        .and_then(|c| c.val().cast_to_scalar::<f64>().ok())
+                        .and_then(|depth| {
+                            values.iter().find(|&&v| v < -depth || v >= depth).map(|v| {
+                                format!("index {v} is out of range for a depth of {depth}")
+                            })
+                        })
+                }
+                _ => None,
+            };
+            if let Some(bad) = bad {
+                anyhow::bail!(
+                    "input '{}' gives {op} node '{}' {bad}",
+                    node.name,
+                    user.name
+                );
+            }
+        }
+    }
+    Ok(())
 }

@@ -141,6 +141,50 @@ impl Plan {
             .ok_or_else(|| Error::Internal(format!("plan has no value {}", id.0)))
     }
 
+    /// Checks the indices of `Gather`, `GatherElements` and `ScatterElements` steps that are
+    /// runtime inputs (through views) before a device backend uploads them: an index outside
+    /// its axis is the same error as on cpu, naming the node. `inputs[k]` is runtime input `k`,
+    /// `None` when it is already on the device (not checked). Indices computed on the device are
+    /// not checked either (see docs/robustness.md); constant ones were checked while lowering.
+    pub fn check_host_indices(&self, backend: &str, inputs: &[Option<&Tensor>]) -> Result<()> {
+        use crate::model::index_check::{IndexCheck, IndexRange};
+        for step in &self.steps {
+            let (data_shape, axis) = match &step.op {
+                KernelOp::Gather {
+                    data_shape, axis, ..
+                }
+                | KernelOp::GatherElements {
+                    data_shape, axis, ..
+                }
+                | KernelOp::ScatterElements {
+                    data_shape, axis, ..
+                } => (data_shape, *axis),
+                _ => continue,
+            };
+            let Some(&indices) = step.inputs.get(1) else {
+                continue;
+            };
+            let Role::Input(k) = self.value(self.root(indices)?)?.role else {
+                continue;
+            };
+            let Some(Some(tensor)) = inputs.get(k) else {
+                continue;
+            };
+            let check = IndexCheck {
+                node: step.node.clone(),
+                op: step.op.name(),
+                range: IndexRange::DataAxis(axis),
+            };
+            check
+                .check(&crate::tract_bridge::to_tract(tensor)?, Some(data_shape))
+                .map_err(|e| Error::Run {
+                    backend: backend.into(),
+                    message: crate::error::chain_message(&e),
+                })?;
+        }
+        Ok(())
+    }
+
     /// The value whose buffer `id` lives in (itself unless it is a view).
     pub fn root(&self, id: ValueId) -> Result<ValueId> {
         let mut current = id;
