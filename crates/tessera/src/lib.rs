@@ -23,7 +23,7 @@ mod session;
 pub use session::{DeviceTensor, Session, SessionBuilder};
 pub use tessera_core::plan::report::mib as plan_mib;
 pub use tessera_core::plan::{DeviceMemory, PlanReport, Transfers};
-pub use tessera_core::tensor::{npy, onnx_pb};
+pub use tessera_core::tensor::{byte_count, element_count, npy, onnx_pb};
 pub use tessera_core::{
     Backend, BackendStatus, DType, Dim, Element, Error, IoInfo, Model, ModelInfo, Result, Tensor,
     TensorData, UnsupportedOp,
