@@ -149,7 +149,7 @@ fn huge_dims_for_random_inputs_are_clear_errors() {
     ] {
         let mut args = vec!["run", model];
         for dim in dims {
-            args.extend(["--dim", dim]);
+            args.extend(["--dim", *dim]);
         }
         let output = tessera(&args);
         assert_clean_failure(&output, "input 'x'");

@@ -87,9 +87,7 @@ fn decode_input(input: &RequestInput, binary: &mut &[u8]) -> Result<Tensor, Serv
                 input.shape
             ))
         })?;
-    let count = shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+    let count = tessera::element_count(&shape)
         .ok_or_else(|| bad(format!("input '{name}': shape {shape:?} is too large")))?;
     let binary_size = input.parameters.get("binary_data_size");
     let data = match (binary_size, &input.data) {

@@ -192,6 +192,10 @@ impl TensorData {
 /// Every shape product taken from outside (files, requests, `--dim`) goes through this:
 /// release builds wrap on overflow, and a wrapped count would pass checks it should fail.
 pub fn element_count(shape: &[usize]) -> Option<usize> {
+    // A zero dim makes the tensor empty, whatever the others: no overflow then.
+    if shape.contains(&0) {
+        return Some(0);
+    }
     shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
 }
 

@@ -173,8 +173,13 @@ mod tests {
                 "needs 1000000000000",
             ),
             (
-                "i64::MAX",
+                "i64::MAX · 2",
                 proto(vec![i64::MAX, 2], vec![], vec![1.0]),
+                "needs",
+            ),
+            (
+                "i64::MAX · 3",
+                proto(vec![i64::MAX, 3], vec![], vec![1.0]),
                 "too large",
             ),
             (
