@@ -435,6 +435,14 @@ fn hostile_sizes_get_400_and_the_server_keeps_serving() {
             json_input(json!([1_000_000, 1_000_000]), json!([[1, 2], [3, 4]])),
         ),
     ];
+    // No values at all, but other dims whose product overflows: not a shape a tensor can have
+    // (it reached tract's lowering and came back as an internal error).
+    cases.push((
+        "zero elements, dims of 2^62",
+        "too large",
+        no_headers(),
+        json_input(json!([0, 3, 1u64 << 62, 1u64 << 62]), json!([])),
+    ));
     let (headers, body) = binary_input(json!([1u64 << 40]), json!(1u64 << 42), &[0; 16]);
     cases.push((
         "binary_data_size 4 TiB, 16 bytes sent",
@@ -481,20 +489,6 @@ fn hostile_sizes_get_400_and_the_server_keeps_serving() {
         good(&server);
     }
 
-    // No values at all, but open dims of 2^62: nothing to allocate; whatever the model makes of
-    // it, the answer is an HTTP status and the server goes on.
-    let response = server.post(
-        INFER,
-        &[],
-        &json_input(json!([0, 3, 1u64 << 62, 1u64 << 62]), json!([])),
-    );
-    assert!(
-        response.status == 200 || (400..500).contains(&response.status),
-        "zero elements, huge dims: {} {}",
-        response.status,
-        String::from_utf8_lossy(&response.body)
-    );
-    good(&server);
     assert!(server.stop().is_ok());
 }
 

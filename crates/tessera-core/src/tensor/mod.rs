@@ -188,15 +188,18 @@ impl TensorData {
     }
 }
 
-/// The number of elements of `shape`, or `None` when the product does not fit in `usize`.
-/// Every shape product taken from outside (files, requests, `--dim`) goes through this:
-/// release builds wrap on overflow, and a wrapped count would pass checks it should fail.
+/// The number of elements of `shape`, or `None` when the product of its non-zero dims does not
+/// fit in `isize` (ndarray's rule, which tract follows: a zero dim empties the tensor, but the
+/// other dims must still be sizes a tensor can have). Every shape product taken from outside
+/// (files, requests, `--dim`) goes through this: release builds wrap on overflow, and a wrapped
+/// count would pass checks it should fail.
 pub fn element_count(shape: &[usize]) -> Option<usize> {
-    // A zero dim makes the tensor empty, whatever the others: no overflow then.
-    if shape.contains(&0) {
-        return Some(0);
-    }
-    shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
+    let non_zero = shape
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= isize::MAX as usize)?;
+    Some(if shape.contains(&0) { 0 } else { non_zero })
 }
 
 /// The byte size of `shape` elements of `dtype`, or `None` when it does not fit in `usize`.
@@ -340,7 +343,10 @@ mod tests {
         assert_eq!(byte_count(DType::F32, &[1 << 62]), None);
         let err = Tensor::new(vec![1 << 32, 1 << 32], TensorData::F32(vec![])).unwrap_err();
         assert!(err.to_string().contains("too large"), "{err}");
-        assert!(Tensor::new(vec![1 << 32, 1 << 32, 0], TensorData::F32(vec![])).is_ok());
+        // A zero dim empties the tensor, but the other dims must still be sizes (as in ndarray).
+        assert!(Tensor::new(vec![1 << 31, 1 << 31, 0], TensorData::F32(vec![])).is_ok());
+        assert!(Tensor::new(vec![1 << 32, 1 << 32, 0], TensorData::F32(vec![])).is_err());
+        assert_eq!(element_count(&[1 << 63]), None);
         let err = Tensor::zeros(DType::F64, vec![1 << 61, 8]).unwrap_err();
         assert!(err.to_string().contains("too large"), "{err}");
         assert!(Tensor::zeros(DType::F64, vec![1 << 61]).is_err());
