@@ -173,13 +173,13 @@ mod tests {
                 "needs 1000000000000",
             ),
             (
-                "i64::MAX · 2",
-                proto(vec![i64::MAX, 2], vec![], vec![1.0]),
-                "needs",
+                "2^31 · 2^31",
+                proto(vec![1 << 31, 1 << 31], vec![], vec![1.0]),
+                "needs 4611686018427387904",
             ),
             (
-                "i64::MAX · 3",
-                proto(vec![i64::MAX, 3], vec![], vec![1.0]),
+                "i64::MAX · 2",
+                proto(vec![i64::MAX, 2], vec![], vec![1.0]),
                 "too large",
             ),
             (
