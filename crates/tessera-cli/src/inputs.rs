@@ -8,6 +8,11 @@ use std::collections::HashMap;
 use std::path::Path;
 use tessera::{DType, Dim, IoInfo, ModelInfo, Tensor, TensorData, npy, onnx_pb};
 
+/// The most elements a random input may have (2^28: 1 GiB of float32). `--dim` values are
+/// the user's to choose, so the shape they make is checked against this before anything is
+/// allocated; a larger input can still be given as a file.
+pub const MAX_GENERATED_ELEMENTS: usize = 1 << 28;
+
 /// Where an input came from, for the report.
 pub enum Origin {
     File(String),
@@ -92,7 +97,15 @@ fn random_tensor(
             Dim::Unknown => 1,
         })
         .collect();
-    let n: usize = shape.iter().product();
+    let n = tessera::element_count(&shape)
+        .filter(|&n| n <= MAX_GENERATED_ELEMENTS)
+        .with_context(|| {
+            format!(
+                "input '{}': a random input of shape {shape:?} would have more than {MAX_GENERATED_ELEMENTS} elements, \
+                 the limit for generated inputs; give smaller --dim values or the input as a file (--input)",
+                input.name
+            )
+        })?;
     // Floats uniform in [0, 1); integers small and non-negative so they are valid ids and indices.
     let data = match input.dtype {
         DType::F32 => TensorData::F32((0..n).map(|_| rng.random::<f32>()).collect()),

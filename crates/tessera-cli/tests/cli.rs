@@ -133,6 +133,41 @@ fn run_with_random_inputs_is_seeded() {
     assert_eq!(outputs(&first), outputs(&second));
 }
 
+/// `--dim` sizes random inputs: a size past the documented limit, or one whose shape product
+/// overflows, is an error naming the input before anything is allocated (10^12 used to abort).
+#[test]
+fn huge_dims_for_random_inputs_are_clear_errors() {
+    let model = example().join("model.onnx");
+    let model = model.to_str().unwrap();
+    for dims in [
+        &["p2o.DynamicDimension.0=1000000000000"][..],
+        &[
+            "p2o.DynamicDimension.1=4294967296",
+            "p2o.DynamicDimension.2=4294967296",
+        ][..],
+        &["p2o.DynamicDimension.0=18446744073709551615"][..],
+    ] {
+        let mut args = vec!["run", model];
+        for dim in dims {
+            args.extend(["--dim", *dim]);
+        }
+        let output = tessera(&args);
+        assert_clean_failure(&output, "input 'x'");
+        assert_clean_failure(&output, "the limit for generated inputs");
+    }
+    // Also for inspect, which builds its inputs the same way.
+    let output = tessera(&[
+        "inspect",
+        model,
+        "--backend",
+        "cpu",
+        "--dim",
+        "p2o.DynamicDimension.0=1000000000000",
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert!(!stderr.contains("panicked"), "{stdout}{stderr}");
+}
+
 #[test]
 fn check_passes_on_reference_data_and_fails_on_altered_data() {
     let output = tessera(&["check", example().to_str().unwrap()]);

@@ -171,6 +171,11 @@ impl CudaSession {
                         _ => None,
                     })
                     .collect::<Option<Vec<usize>>>()?;
+                // The model file states these dims: a sample past 256 MiB (or one whose size
+                // overflows) is not allocated; the plan is then made at the first run.
+                if tessera_core::tensor::byte_count(input.dtype, &shape)? > 256 << 20 {
+                    return None;
+                }
                 Tensor::zeros(input.dtype, shape).ok()
             })
             .collect()

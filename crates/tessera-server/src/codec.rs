@@ -87,9 +87,7 @@ fn decode_input(input: &RequestInput, binary: &mut &[u8]) -> Result<Tensor, Serv
                 input.shape
             ))
         })?;
-    let count = shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+    let count = tessera::element_count(&shape)
         .ok_or_else(|| bad(format!("input '{name}': shape {shape:?} is too large")))?;
     let binary_size = input.parameters.get("binary_data_size");
     let data = match (binary_size, &input.data) {
@@ -112,7 +110,9 @@ fn decode_input(input: &RequestInput, binary: &mut &[u8]) -> Result<Tensor, Serv
                         "input '{name}': binary_data_size must be a byte count"
                     ))
                 })?;
-            let expected = count.saturating_mul(dtype.size_of());
+            let expected = count
+                .checked_mul(dtype.size_of())
+                .ok_or_else(|| bad(format!("input '{name}': shape {shape:?} is too large")))?;
             if size != expected {
                 return Err(bad(format!(
                     "input '{name}': binary_data_size is {size} bytes but {} {shape:?} needs {expected}",
@@ -131,7 +131,9 @@ fn decode_input(input: &RequestInput, binary: &mut &[u8]) -> Result<Tensor, Serv
                 .map_err(|e| bad(format!("input '{name}': {e}")))?
         }
         (None, Some(values)) => {
-            let mut flat = Vec::with_capacity(count);
+            // Never sized from the shape: `count` is only what the request claims, while the
+            // values are what it holds (a shape of 10^12 with one value must not reserve 10^12).
+            let mut flat = Vec::new();
             flatten(values, &mut flat);
             if flat.len() != count {
                 return Err(bad(format!(

@@ -347,6 +347,151 @@ fn bad_requests_get_4xx_with_a_json_error_and_the_server_keeps_serving() {
     assert!(server.stop().is_ok());
 }
 
+/// Sizes a request states (shape, `binary_data_size`, `Inference-Header-Content-Length`) are
+/// checked against the bytes really sent before anything is allocated: each lie is a 400 naming
+/// the input, and the server answers the next request normally. (A shape of 10^12 with one
+/// value used to reserve memory for 10^12 values and abort the process; 2^61 panicked.)
+#[test]
+fn hostile_sizes_get_400_and_the_server_keeps_serving() {
+    let server = example_server(|_| {});
+    let (inputs, expected) = data_set(&example_dir());
+    let good = |server: &TestServer| {
+        let (headers, body) = binary_request(&inputs, json!({}));
+        assert_close(
+            &response_outputs(&server.post(INFER, &headers, &body)),
+            &expected,
+            Tolerance::MODELS,
+        );
+    };
+    let json_input = |shape: serde_json::Value, data: serde_json::Value| {
+        serde_json::to_vec(
+            &json!({"inputs": [{"name": "x", "shape": shape, "datatype": "FP32", "data": data}]}),
+        )
+        .unwrap()
+    };
+    // JSON part, then `binary` bytes, with the header that splits them.
+    let binary_input = |shape: serde_json::Value, size: serde_json::Value, binary: &[u8]| {
+        let json = serde_json::to_vec(&json!({"inputs": [{"name": "x", "shape": shape, "datatype": "FP32", "parameters": {"binary_data_size": size}}]}))
+            .unwrap();
+        let headers = vec![("Inference-Header-Content-Length", json.len().to_string())];
+        let mut body = json;
+        body.extend_from_slice(binary);
+        (headers, body)
+    };
+    let no_headers = Vec::new;
+    let mut cases: Vec<(&str, &str, Vec<(&str, String)>, Vec<u8>)> = vec![
+        (
+            "shape 10^12, one value",
+            "input 'x'",
+            no_headers(),
+            json_input(json!([1_000_000_000_000u64]), json!([1])),
+        ),
+        (
+            "shape 2^61, one value",
+            "input 'x'",
+            no_headers(),
+            json_input(json!([1u64 << 61]), json!([1])),
+        ),
+        (
+            "shape 2^62 + 1, one value",
+            "input 'x'",
+            no_headers(),
+            json_input(json!([(1u64 << 62) + 1]), json!([1])),
+        ),
+        (
+            "shape i64::MAX, one value",
+            "input 'x'",
+            no_headers(),
+            json_input(json!([i64::MAX]), json!([1])),
+        ),
+        (
+            "dim past i64",
+            "not valid inference JSON",
+            no_headers(),
+            json_input(json!([u64::MAX]), json!([1])),
+        ),
+        (
+            "shape product overflows",
+            "too large",
+            no_headers(),
+            json_input(json!([1u64 << 32, 1u64 << 32, 16]), json!([1])),
+        ),
+        (
+            "negative dim",
+            "negative dim",
+            no_headers(),
+            json_input(json!([-1, 3, 48, 192]), json!([1])),
+        ),
+        (
+            "very negative dim",
+            "negative dim",
+            no_headers(),
+            json_input(json!([i64::MIN]), json!([1])),
+        ),
+        (
+            "nested data, shape 10^12",
+            "input 'x'",
+            no_headers(),
+            json_input(json!([1_000_000, 1_000_000]), json!([[1, 2], [3, 4]])),
+        ),
+    ];
+    // No values at all, but other dims whose product overflows: not a shape a tensor can have
+    // (it reached tract's lowering and came back as an internal error).
+    cases.push((
+        "zero elements, dims of 2^62",
+        "too large",
+        no_headers(),
+        json_input(json!([0, 3, 1u64 << 62, 1u64 << 62]), json!([])),
+    ));
+    let (headers, body) = binary_input(json!([1u64 << 40]), json!(1u64 << 42), &[0; 16]);
+    cases.push((
+        "binary_data_size 4 TiB, 16 bytes sent",
+        "input 'x'",
+        headers,
+        body,
+    ));
+    let (headers, body) = binary_input(json!([1u64 << 62]), json!(u64::MAX), &[0; 16]);
+    cases.push(("binary_data_size u64::MAX", "input 'x'", headers, body));
+    let (headers, body) = binary_input(json!([1u64 << 62]), json!(0), &[]);
+    cases.push(("shape bytes overflow", "too large", headers, body));
+    let (headers, body) = binary_input(json!([4]), json!(-16), &[0; 16]);
+    cases.push(("negative binary_data_size", "byte count", headers, body));
+    let (_, body) = binary_input(json!([4]), json!(16), &[0; 16]);
+    cases.push((
+        "header length u64::MAX",
+        "Inference-Header-Content-Length",
+        vec![("Inference-Header-Content-Length", u64::MAX.to_string())],
+        body.clone(),
+    ));
+    cases.push((
+        "header length past u64",
+        "not a byte count",
+        vec![(
+            "Inference-Header-Content-Length",
+            "99999999999999999999999999".into(),
+        )],
+        body,
+    ));
+
+    for (what, message, headers, body) in cases {
+        let response = server.post(INFER, &headers, &body);
+        assert_eq!(
+            response.status,
+            400,
+            "{what}: {}",
+            String::from_utf8_lossy(&response.body)
+        );
+        let error = response.error();
+        assert!(
+            error.contains(message),
+            "{what}: error {error:?} should mention {message:?}"
+        );
+        good(&server);
+    }
+
+    assert!(server.stop().is_ok());
+}
+
 fn metric(text: &str, series: &str) -> f64 {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())

@@ -25,7 +25,7 @@ pub use session::{DeviceTensor, Session, SessionBuilder};
 pub use tessera_core::error::{install_panic_counter, panics_seen, panics_seen_on_this_thread};
 pub use tessera_core::plan::report::mib as plan_mib;
 pub use tessera_core::plan::{DeviceMemory, PlanReport, Transfers};
-pub use tessera_core::tensor::{npy, onnx_pb};
+pub use tessera_core::tensor::{byte_count, element_count, npy, onnx_pb};
 pub use tessera_core::{
     Backend, BackendStatus, DType, Dim, Element, Error, IoInfo, Model, ModelInfo, Result, Tensor,
     TensorData, UnsupportedOp,

@@ -188,6 +188,32 @@ impl TensorData {
     }
 }
 
+/// The number of elements of `shape`, or `None` when the product of its non-zero dims does not
+/// fit in `isize` (ndarray's rule, which tract follows: a zero dim empties the tensor, but the
+/// other dims must still be sizes a tensor can have). Every shape product taken from outside
+/// (files, requests, `--dim`) goes through this: release builds wrap on overflow, and a wrapped
+/// count would pass checks it should fail.
+pub fn element_count(shape: &[usize]) -> Option<usize> {
+    let non_zero = shape
+        .iter()
+        .filter(|&&d| d != 0)
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= isize::MAX as usize)?;
+    Some(if shape.contains(&0) { 0 } else { non_zero })
+}
+
+/// The byte size of `shape` elements of `dtype`, or `None` when it does not fit in `usize`.
+pub fn byte_count(dtype: DType, shape: &[usize]) -> Option<usize> {
+    element_count(shape)?.checked_mul(dtype.size_of())
+}
+
+fn too_large(shape: &[usize]) -> Error {
+    Error::tensor_data(
+        None,
+        format!("shape {shape:?} is too large: its element count overflows"),
+    )
+}
+
 /// A dense row-major tensor in host memory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tensor {
@@ -198,7 +224,7 @@ pub struct Tensor {
 impl Tensor {
     /// Builds a tensor, checking that the element count matches the shape.
     pub fn new(shape: Vec<usize>, data: TensorData) -> Result<Tensor> {
-        let expected: usize = shape.iter().product();
+        let expected = element_count(&shape).ok_or_else(|| too_large(&shape))?;
         if expected != data.len() {
             return Err(Error::tensor_data(
                 None,
@@ -216,10 +242,9 @@ impl Tensor {
         Tensor::new(shape, T::wrap(values))
     }
 
-    /// A tensor of zeros (false for bool).
+    /// A tensor of zeros (false for bool). The caller bounds the shape: this allocates it.
     pub fn zeros(dtype: DType, shape: Vec<usize>) -> Result<Tensor> {
-        let len: usize = shape.iter().product();
-        let bytes = vec![0u8; len * dtype.size_of()];
+        let bytes = vec![0u8; byte_count(dtype, &shape).ok_or_else(|| too_large(&shape))?];
         Tensor::from_le_bytes(dtype, shape, &bytes)
     }
 
@@ -301,5 +326,30 @@ impl Tensor {
             shown.join(", "),
             more
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Release builds wrap on overflow: 2^32 · 2^32 used to count as 0 elements, so an empty
+    /// vector passed as a tensor of that shape.
+    #[test]
+    fn shape_products_that_overflow_are_errors() {
+        assert_eq!(element_count(&[2, 3, 4]), Some(24));
+        assert_eq!(element_count(&[]), Some(1));
+        assert_eq!(element_count(&[1 << 32, 1 << 32]), None);
+        assert_eq!(byte_count(DType::F32, &[1 << 62]), None);
+        let err = Tensor::new(vec![1 << 32, 1 << 32], TensorData::F32(vec![])).unwrap_err();
+        assert!(err.to_string().contains("too large"), "{err}");
+        // A zero dim empties the tensor, but the other dims must still be sizes (as in ndarray).
+        assert!(Tensor::new(vec![1 << 31, 1 << 31, 0], TensorData::F32(vec![])).is_ok());
+        assert!(Tensor::new(vec![1 << 32, 1 << 32, 0], TensorData::F32(vec![])).is_err());
+        assert_eq!(element_count(&[1 << 63]), None);
+        let err = Tensor::zeros(DType::F64, vec![1 << 61, 8]).unwrap_err();
+        assert!(err.to_string().contains("too large"), "{err}");
+        assert!(Tensor::zeros(DType::F64, vec![1 << 61]).is_err());
+        assert_eq!(Tensor::zeros(DType::I16, vec![2, 3]).unwrap().len(), 6);
     }
 }

@@ -1,6 +1,6 @@
 //! ONNX `TensorProto` files (`input_0.pb`, `output_0.pb` in the ONNX test layout).
 
-use super::{Tensor, TensorData};
+use super::{Tensor, TensorData, element_count};
 use crate::{DType, Error, Result, dtype::onnx_type_name};
 use half::f16;
 use prost::Message;
@@ -49,7 +49,18 @@ pub fn from_proto(proto: &TensorProto) -> Result<Tensor> {
     if proto.data_location == Some(1) {
         return Err(Error::tensor_data(None, "tensor data is stored externally"));
     }
-    if !proto.raw_data.is_empty() || shape.iter().product::<usize>() == 0 {
+    // The shape's product must fit before any comparison with the data present: release builds
+    // wrap, and a wrapped count of 0 would accept an empty tensor of an absurd shape.
+    let count = element_count(&shape).ok_or_else(|| {
+        Error::tensor_data(
+            None,
+            format!(
+                "tensor '{}': shape {shape:?} is too large: its element count overflows",
+                proto.name
+            ),
+        )
+    })?;
+    if !proto.raw_data.is_empty() || count == 0 {
         return Tensor::from_le_bytes(dtype, shape, &proto.raw_data);
     }
     let ints = &proto.int32_data;
@@ -126,6 +137,72 @@ mod tests {
         };
         let err = from_proto(&proto).unwrap_err();
         assert!(err.to_string().contains("bfloat16"), "{err}");
+    }
+
+    /// Dims are what the file states; the values are what it holds. Every disagreement is an
+    /// error, and a dim product that overflows is not taken for 0 (release builds wrap).
+    #[test]
+    fn hostile_dims_are_errors() {
+        let proto = |dims: Vec<i64>, raw: Vec<u8>, floats: Vec<f32>| TensorProto {
+            name: "t".into(),
+            dims,
+            data_type: DType::F32.onnx_code(),
+            raw_data: raw,
+            float_data: floats,
+            ..Default::default()
+        };
+        let cases = [
+            (
+                "overflow, no data",
+                proto(vec![1 << 32, 1 << 32], vec![], vec![]),
+                "too large",
+            ),
+            (
+                "overflow, raw data",
+                proto(vec![1 << 32, 1 << 32, 4], vec![0; 4], vec![]),
+                "too large",
+            ),
+            (
+                "10^12, raw data",
+                proto(vec![1_000_000_000_000], vec![0; 4], vec![]),
+                "needs 1000000000000",
+            ),
+            (
+                "10^12, typed data",
+                proto(vec![1_000_000_000_000], vec![], vec![1.0]),
+                "needs 1000000000000",
+            ),
+            (
+                "2^31 · 2^31",
+                proto(vec![1 << 31, 1 << 31], vec![], vec![1.0]),
+                "needs 4611686018427387904",
+            ),
+            (
+                "i64::MAX · 2",
+                proto(vec![i64::MAX, 2], vec![], vec![1.0]),
+                "too large",
+            ),
+            (
+                "truncated raw",
+                proto(vec![4], vec![0; 8], vec![]),
+                "needs 4",
+            ),
+            (
+                "odd raw bytes",
+                proto(vec![1], vec![0; 3], vec![]),
+                "whole number",
+            ),
+            ("negative", proto(vec![-1], vec![0; 4], vec![]), "negative"),
+        ];
+        for (what, proto, needle) in cases {
+            let err = pb_from_bytes(&proto.encode_to_vec())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(needle), "{what}: {err}");
+        }
+        // An empty tensor with a huge but non-overflowing dim holds nothing: fine.
+        let empty = pb_from_bytes(&proto(vec![0, 1 << 40], vec![], vec![]).encode_to_vec());
+        assert_eq!(empty.unwrap().1.len(), 0);
     }
 
     #[test]
