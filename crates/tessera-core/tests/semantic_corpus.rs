@@ -69,20 +69,12 @@ const KNOWN_NATIVE_PANICS: &[(&str, &str)] = &[
         "tract-data-0.23.9/src/blob.rs:76:13: failed to allocate Layout { size: 8000000000000, align: 64 (1 << 6) }",
     ),
     (
-        "range_zero_delta",
-        "tract-data-0.23.9/src/dim/tree.rs:284:31: attempt to divide by zero",
-    ),
-    (
         "reduce_axes_oob",
         "tract-hir-0.23.9/src/ops/nn/reduce.rs:124:63: called `Result::unwrap()` on an `Err` value: Illegal combination of values for rank and axis: 2 and 12",
     ),
     (
         "scatter_elements_const_oob",
         "ndarray-0.17.2/src/arraytraits.rs:36:5: ndarray: index out of bounds",
-    ),
-    (
-        "slice_zero_step",
-        "tract-core-0.23.9/src/ops/array/strided_slice.rs:25:16: attempt to divide by zero",
     ),
     (
         "tile_negative",
