@@ -172,6 +172,8 @@ impl Model {
                 check_folded_value(&graph, *outlet, tensor)?;
             }
         }
+        // The same values held by the model's own constants (initializers): tract folds them too.
+        check_constant_values(&graph)?;
         graph
             .inputs
             .retain(|outlet| !folding[sources.iter().position(|s| s == outlet).unwrap_or(0)]);
@@ -181,6 +183,36 @@ impl Model {
         super::index_check::guard_indices(&mut typed)?;
         Ok(typed)
     }
+}
+
+/// [`check_folded_value`] for the graph's constants that feed a checked slot (only those are
+/// converted: weights are not).
+fn check_constant_values(graph: &InferenceModel) -> TractResult<()> {
+    for node in graph.nodes() {
+        let Some(konst) = node.op_as::<Const>() else {
+            continue;
+        };
+        let checked = node
+            .outputs
+            .iter()
+            .flat_map(|o| &o.successors)
+            .any(|inlet| {
+                matches!(
+                    (&*graph.node(inlet.node).op.name(), inlet.slot),
+                    ("StridedSlice" | "Slice", 4)
+                        | ("Range", 2)
+                        | ("STFT" | "Stft", 1 | 3)
+                        | ("OneHot", 0 | 1)
+                )
+            });
+        if !checked {
+            continue;
+        }
+        if let Ok(tensor) = crate::tract_bridge::from_tract(konst.val()) {
+            check_folded_value(graph, OutletId::new(node.id, 0), &tensor)?;
+        }
+    }
+    Ok(())
 }
 
 /// Values that tract divides by or indexes with while it infers shapes, checked before an input
