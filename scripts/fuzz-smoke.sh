@@ -101,7 +101,7 @@ for target in "${targets[@]}"; do
     status=$?
     set -e
     took=$(( $(date +%s) - start ))
-    runs=$(grep -o 'stat::number_of_executed_runs: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || echo "?")
+    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || echo "?")
     after=$(find "fuzz/artifacts/$target" -type f ! -name '*.log' | wc -l)
     crashes=$(( after - before ))
     if [ "$status" -ne 0 ] && [ "$crashes" -eq 0 ]; then crashes="1 (exit $status, see $log)"; fi
