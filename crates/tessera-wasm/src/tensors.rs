@@ -56,31 +56,27 @@ pub fn feeds_from_js(feeds: &Array) -> Result<Vec<(String, Tensor)>, JsError> {
             let dims: Array = get(&feed, "dims")?
                 .dyn_into()
                 .map_err(|_| what("'dims' must be an array of numbers"))?;
-            let shape = dims
+            let dims: Vec<f64> = dims
                 .iter()
                 .map(|d| {
                     d.as_f64()
                         .filter(|n| *n >= 0.0 && n.fract() == 0.0)
                         .ok_or_else(|| what("'dims' must hold non-negative integers"))
                 })
-                .collect::<Result<Vec<f64>, JsError>>()?;
-            // Checked here: a 32-bit usize would saturate or wrap (`[65536, 65536]` holds 0
-            // elements in wrapping arithmetic), and the tensor would claim more than its data.
-            let dtype_size = dtype.size_of();
-            let elements = shape.iter().try_fold(1usize, |n, &d| {
-                (d <= usize::MAX as f64)
-                    .then(|| d as usize)
-                    .and_then(|d| n.checked_mul(d))
-            });
-            let shape: Vec<usize> = match elements.and_then(|n| n.checked_mul(dtype_size)) {
-                Some(_) => shape.iter().map(|&d| d as usize).collect(),
-                None => {
-                    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-                    return Err(what(&format!(
-                        "dims [{}] hold more elements than fit in memory",
-                        dims.join(", ")
-                    )));
-                }
+                .collect::<Result<_, JsError>>()?;
+            // Checked here with the core's overflow-checked count: a 32-bit usize would wrap
+            // (`[65536, 65536]` holds 0 elements in wrapping arithmetic), and the tensor would
+            // claim more than its data.
+            let shape: Option<Vec<usize>> = dims
+                .iter()
+                .map(|&d| (d <= usize::MAX as f64).then_some(d as usize))
+                .collect();
+            let Some(shape) = shape.filter(|s| tessera::byte_count(dtype, s).is_some()) else {
+                let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+                return Err(what(&format!(
+                    "dims [{}] hold more elements than fit in memory",
+                    dims.join(", ")
+                )));
             };
             let data = get(&feed, "data")?;
             let bytes =
