@@ -4,14 +4,21 @@
 # bytes, then a cpu run on inputs of the declared shapes), oip_request (server request decoder:
 # JSON and binary extension with its header), npy, npz, tensor_pb (input files).
 #
-# Usage: scripts/fuzz-smoke.sh [SECONDS_PER_TARGET] [TARGET…]   (default 60 s, every target)
+# Usage: scripts/fuzz-smoke.sh [SECONDS_PER_TARGET | --runs N] [TARGET…]
+#   (default 60 s per target, every target; --runs N: N executions per target, however long)
 # Seeds are copied into fuzz/corpus/TARGET (ignored by git) from examples/, the shared ONNX node
 # tests ($TESSERA_SHARED, else ../shared), tests/data and fuzz/seeds/. Over-allocation is a crash:
 # -rss_limit_mb=2048 -malloc_limit_mb=2048. Prints executions and crashes per target; crash
 # inputs land in fuzz/artifacts/TARGET/. Exits 1 when any target crashed. See docs/fuzzing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds="${1:-60}"
+limit=(-max_total_time="${1:-60}")
+budget="${1:-60} s per target"
+if [ "${1:-}" = --runs ]; then
+    limit=(-runs="$2")
+    budget="$2 executions per target"
+    shift
+fi
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(oip_request npy npz tensor_pb load_model run_model)
@@ -96,7 +103,7 @@ for target in "${targets[@]}"; do
     start=$(date +%s)
     set +e
     cargo fuzz run -a "$target" "fuzz/corpus/$target" -- \
-        -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+        "${limit[@]}" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
         -print_final_stats=1 -timeout=30 >"$log" 2>&1
     status=$?
     set -e
@@ -110,6 +117,6 @@ for target in "${targets[@]}"; do
     echo "${report[-1]}"
 done
 echo
-echo "fuzz summary ($seconds s per target, $(lscpu | sed -n 's/^Model name: *//p'))"
+echo "fuzz summary ($budget, $(lscpu | sed -n 's/^Model name: *//p'))"
 printf '%s\n' "${report[@]}"
 exit "$failed"

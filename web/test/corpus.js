@@ -1,7 +1,6 @@
 // The damaged-model corpus and the hostile inputs of damaged.test.mjs, run the same way in
 // Node.js and in the browser (through test/page.html). Every case must end in a JS Error
-// carrying the runtime's message, or run; none may trap the wasm module, except the ones listed
-// in KNOWN_TRAPS (damaged.test.mjs). `read(path)` returns a file's bytes, paths being
+// carrying the runtime's message, or run; none may trap the wasm module. `read(path)` returns a file's bytes, paths being
 // `examples/…`, `models/…` (the shared real models), `node/…` (the ONNX node suite) or
 // `test/corpus/…`.
 import { InferenceSession, Tensor, readTensorProto, moduleStatus, WASM_TRAP } from '../dist/index.js';
@@ -328,12 +327,11 @@ async function goodOrWhy(read, session) {
 }
 
 /**
- * The whole corpus, in order: the good model; hostile inputs to it; every damaged model but
- * the known traps (`knownTraps`: case names), all in the module instance the good model was
- * loaded in, which must still run it correctly; then the known traps, each of which needs a
- * fresh instance; then the good model again. A serializable report.
+ * The whole corpus, in order: the good model; hostile inputs to it; every damaged model, all in
+ * the module instance the good model was loaded in, which must still run it correctly; then the
+ * good model again, in the same session and in a new one. A serializable report.
  */
-export async function runAll(read, knownTraps = []) {
+export async function runAll(read) {
   const time = {};
   let t = performance.now();
   const lap = (what) => { const now = performance.now(); time[what] = Math.round(now - t); t = now; };
@@ -346,29 +344,14 @@ export async function runAll(read, knownTraps = []) {
   const goodAfterInputs = await goodOrWhy(read, session);
   lap('inputs');
   const all = [...await byteCases(read), ...await semanticCases(read)];
-  const known = new Set(knownTraps);
-  const results = await runCases(all.filter((c) => !known.has(c.name)));
+  const results = await runCases(all);
   lap('corpus');
   const goodAfterCorpus = await goodOrWhy(read, session);
   const goodFresh = await goodOrWhy(read);
-  lap('good model after');
-  const trapResults = await runCases(all.filter((c) => known.has(c.name)));
-  // A session of a trapped instance answers at once with a clear Error.
-  let oldSession = null;
-  if (trapResults.some((r) => r.outcome === 'trap')) {
-    try {
-      await within(5000, session.run({}), 'a run on a session of a trapped instance');
-      oldSession = { outcome: 'ran', message: '' };
-    } catch (error) {
-      oldSession = describe(error);
-    }
-  }
   await session.release();
-  const goodAfterTraps = await goodOrWhy(read);
-  lap('known traps');
+  lap('good model after');
   return {
-    good: strip(good), bad: { ...bad, ...Object.fromEntries(Object.entries(protos).map(([k, v]) => [`readTensorProto: ${k}`, v])) }, edge, goodAfterInputs, results, goodAfterCorpus, goodFresh, trapResults,
-    oldSession, goodAfterTraps, unknownKnownTraps: knownTraps.filter((n) => !all.some((c) => c.name === n)),
+    good: strip(good), bad: { ...bad, ...Object.fromEntries(Object.entries(protos).map(([k, v]) => [`readTensorProto: ${k}`, v])) }, edge, goodAfterInputs, results, goodAfterCorpus, goodFresh,
     status: moduleStatus(), time,
   };
 }

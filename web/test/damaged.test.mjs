@@ -16,50 +16,12 @@ import { runAll, deliberateTrap } from './corpus.js';
 import { startServer, shared } from './serve.mjs';
 
 /**
- * KNOWN TRAPS: corpus cases that still trap the module, each with the panic it hits (crate path
- * and message, as console_error_panic_hook prints it). All are tract panics reached from the
- * cpu backend's first run (where its plan is built): their sources are in tessera-core /
- * tessera-cpu and are fixed there, not in the wasm crate. They run after the rest of the corpus
- * (each kills its module instance; the next create starts a fresh one). When one is fixed this
- * test fails until its case is taken off this list; a case that traps and is not listed here
- * fails it too.
- */
-const KNOWN_TRAPS = {
-  'mtcnn_pnet/flipped@27914=201,7583=160': 'tract-core-0.23.9/src/ops/cnn/maxpool.rs:400:41: chunk size must be non-zero',
-  'mtcnn_pnet/flipped@1805=81,6856=20,5402=63,23758=23': 'tract-core-0.23.9/src/ops/cnn/maxpool.rs:400:41: chunk size must be non-zero',
-  'mtcnn_pnet/flipped@9827=184,4986=44,1968=33': 'tract-core-0.23.9/src/ops/cnn/maxpool.rs:400:41: chunk size must be non-zero',
-  'mtcnn_pnet/flipped@8182=156,1896=31': 'tract-core-0.23.9/src/ops/cnn/maxpool.rs:400:41: chunk size must be non-zero',
-  'mtcnn_pnet/flipped@13498=210,4199=11': 'tract-core-0.23.9/src/ops/cnn/maxpool.rs:400:41: chunk size must be non-zero',
-  'mtcnn_pnet/flipped@3689=169': 'tract-core-0.23.9/src/ops/cnn/maxpool.rs:400:41: chunk size must be non-zero',
-  'mtcnn_pnet/flipped@21396=54': 'tract-core-0.23.9/src/ops/cnn/maxpool.rs:400:41: chunk size must be non-zero',
-  'mtcnn_pnet/flipped@6001=112,28509=134,3892=219': 'tract-core-0.23.9/src/ops/cnn/maxpool.rs:400:41: chunk size must be non-zero',
-  'semantic/gather_const_indices_oob': 'tract-core-0.23.9/src/ops/array/gather.rs:85:59: range start index 20 out of range for slice of length 6',
-  'semantic/gather_const_indices_negative_oob': 'tract-core-0.23.9/src/ops/array/gather.rs:75:52: index out of bounds: the len is 6 but the index is 4294967199',
-  'semantic/gather_input_const_indices_oob': 'tract-core-0.23.9/src/ops/array/gather.rs:85:59: range start index 21 out of range for slice of length 6',
-  'semantic/gather_elements_const_data_oob': 'ndarray-0.17.2/src/arraytraits.rs:36:5: ndarray: index out of bounds',
-  'semantic/gather_nd_const_oob': 'tract-core-0.23.9/src/ops/array/gather_nd.rs:72:23: assertion failed: index < dim',
-  'semantic/scatter_elements_const_oob': 'ndarray-0.17.2/src/arraytraits.rs:36:5: ndarray: index out of bounds',
-  'semantic/constant_of_shape_huge': 'tract-core-0.23.9/src/model/fact.rs:21:9: assertion failed: self.dims.iter().all(|d| d.as_i64().map(|d| d >= 0).unwrap_or(true))',
-  'semantic/constant_of_shape_negative': 'tract-core-0.23.9/src/model/fact.rs:21:9: assertion failed: self.dims.iter().all(|d| d.as_i64().map(|d| d >= 0).unwrap_or(true))',
-  'semantic/tile_negative': 'tract-core-0.23.9/src/model/fact.rs:21:9: assertion failed: self.dims.iter().all(|d| d.as_i64().map(|d| d >= 0).unwrap_or(true))',
-  'semantic/transpose_bad_perm': 'smallvec-1.16.6/src/lib.rs:368:54: capacity overflow',
-  'semantic/transpose_perm_oob': 'tract-hir-0.23.9/src/ops/array/permute_axes.rs:21:33: index out of bounds: the len is 2 but the index is 9',
-  'semantic/unsqueeze_axis_oob': 'smallvec-1.16.6/src/lib.rs:1538:17: index exceeds length',
-  'semantic/flatten_axis_oob': 'tract-hir-0.23.9/src/ops/array/flatten.rs:15:18: range end index 6 out of range for slice of length 2',
-  'semantic/reduce_axes_oob': 'tract-hir-0.23.9/src/ops/nn/reduce.rs:124:63: called `Result::unwrap()` on an `Err` value: Illegal combination of values for rank and axis: 2 and 12',
-  'semantic/pad_negative_past_size': 'ndarray-0.17.2/src/impl_constructors.rs:329:20: ndarray: Shape too large, product of non-zero axis lengths overflows isize',
-  'semantic/maxpool_zero_stride': 'tract-core-0.23.9/src/ops/cnn/padding.rs:254:75: attempt to divide by zero',
-  'semantic/resize_huge_scales': 'library/alloc/src/raw_vec/mod.rs:28:5: capacity overflow',
-};
-
-/**
  * Semantically damaged models that tessera runs anyway (no Error, no trap): the ONNX checker
  * refuses them, tract makes something of them. Listed so that they are seen; refusing one of
  * them with an Error is fine too.
  */
 const RUN_ANYWAY = [
-  'semantic/range_nan', 'semantic/softmax_axis_oob', 'semantic/topk_k_too_big', 'semantic/pad_huge',
-  'semantic/conv_kernel_bigger_than_input', 'semantic/duplicate_output_name', 'semantic/unknown_domain',
+  'semantic/range_nan', 'semantic/topk_k_too_big', 'semantic/conv_kernel_bigger_than_input', 'semantic/duplicate_output_name', 'semantic/unknown_domain',
   'semantic/input_huge_dims', 'semantic/input_negative_dim', 'semantic/opset_huge', 'semantic/opset_zero',
 ];
 
@@ -76,7 +38,7 @@ const read = async (path) => {
 };
 
 function summary(where, report) {
-  const all = [...report.results, ...report.trapResults];
+  const all = report.results;
   const count = (o) => all.filter((r) => r.outcome === o).length;
   const lines = [
     `${where}: ${all.length} damaged models: ${count('error')} refused with an Error, ${count('ran')} ran, ${count('trap')} trapped` +
@@ -98,7 +60,6 @@ function check(report) {
   good(report.goodAfterInputs, 'after the hostile inputs');
   good(report.goodAfterCorpus, 'after the corpus, same session');
   good(report.goodFresh, 'after the corpus, new session');
-  good(report.goodAfterTraps, 'after the known traps');
   // Every hostile input is an Error (the runtime's or the Tensor constructor's), never a trap.
   for (const [what, r] of Object.entries(report.bad)) {
     assert.equal(r.outcome, 'error', `bad input '${what}': ${r.outcome} ${r.message}`);
@@ -110,8 +71,8 @@ function check(report) {
   assert.match(report.bad['forged dims [1e12]'].message, /input '.*'.*dims \[1000000000000\] hold more elements than fit/);
   assert.match(report.bad['forged dims [65536, 65536, 0 data]'].message, /hold more elements than fit/);
   assert.match(report.bad['wrong dtype'].message, /wrong dtype int32/);
-  // Every damaged model not listed as a known trap: an Error with a message, or it ran; and the
-  // module instance is the one the good model was loaded in, alive.
+  // Every damaged model: an Error with a message, or it ran; and the module instance is the one
+  // the good model was loaded in, alive.
   const instance = report.good.instance;
   const unexpected = report.results.filter((r) => !['error', 'ran'].includes(r.outcome));
   assert.deepEqual(unexpected.map((r) => `${r.name}: ${r.outcome}: ${r.message}`), [], 'cases that trapped (or threw a non-Error)');
@@ -123,19 +84,6 @@ function check(report) {
   assert.deepEqual(ran.map((r) => r.name).filter((n) => !RUN_ANYWAY.includes(n)), [], 'semantically damaged models that ran');
   assert.equal(report.goodAfterCorpus.instance, instance);
   assert.equal(report.goodFresh.instance, instance);
-  // The known traps still trap (take a case off the list when its panic is fixed).
-  assert.deepEqual(report.unknownKnownTraps, [], 'KNOWN_TRAPS names cases the corpus does not have');
-  const fixed = report.trapResults.filter((r) => r.outcome !== 'trap');
-  assert.deepEqual(fixed.map((r) => `${r.name}: ${r.outcome}: ${r.message}`), [], 'known traps that no longer trap: take them off KNOWN_TRAPS');
-  for (const r of report.trapResults) {
-    assert.match(r.message, /tessera's wasm module trapped: .*panicked at /s, `${r.name}: the trap's Error lacks the panic`);
-    const where = KNOWN_TRAPS[r.name].split(':')[0]; // the file: line numbers move with toolchains
-    assert.ok(r.message.includes(where), `${r.name} now traps elsewhere than ${where}: ${r.message}`);
-  }
-  if (report.trapResults.length) {
-    assert.equal(report.oldSession.outcome, 'trap', 'a session of a trapped instance must reject with the trap');
-    assert.ok(report.goodAfterTraps.instance > instance, 'after a trap, create starts a fresh instance');
-  }
   assert.equal(report.status.dead, null);
 }
 
@@ -163,12 +111,12 @@ test('Node.js: damaged models and hostile inputs are Errors, the module survives
   console.error = (...args) => (/panicked at/.test(String(args[0])) ? panics++ : printed(...args));
   let report;
   try {
-    report = await runAll(read, Object.keys(KNOWN_TRAPS));
+    report = await runAll(read);
   } finally {
     console.error = printed;
   }
   console.log(summary('Node.js', report));
-  assert.equal(panics, report.trapResults.length + report.results.filter((r) => r.outcome === 'trap').length);
+  assert.equal(panics, 0, 'panics printed by the module');
   check(report);
 });
 
@@ -208,7 +156,7 @@ describe('in headless Chromium', () => {
   });
 
   test('Chromium: damaged models and hostile inputs are Errors, the module survives', { timeout: 5 * 60_000 }, async () => {
-    const report = await page.evaluate((known) => window.corpus.runAll(window.readAny, known), Object.keys(KNOWN_TRAPS));
+    const report = await page.evaluate(() => window.corpus.runAll(window.readAny));
     console.log(summary('Chromium', report));
     check(report);
     assert.deepEqual(uncaught, [], 'uncaught errors in the page');

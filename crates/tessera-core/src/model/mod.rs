@@ -9,6 +9,7 @@
 pub mod index_check;
 pub mod info;
 pub mod inputs;
+pub mod preflight;
 pub mod quant_barrier;
 pub mod specialize;
 
@@ -26,6 +27,7 @@ use tract_onnx::prelude::InferenceModel;
 pub struct Model {
     info: ModelInfo,
     graph: InferenceModel,
+    preflight: preflight::Preflight,
     source: Option<PathBuf>,
 }
 
@@ -72,12 +74,12 @@ impl Model {
         if let Some(graph) = proto.graph.as_mut() {
             forget_symbolic_annotations(graph, true);
         }
-        let graph = proto
+        let proto_graph = proto
             .graph
             .as_ref()
             .ok_or_else(|| Error::InvalidModel("the model has no graph".into()))?;
         let onnx = crate::ops::onnx();
-        let unsupported = unsupported_ops(graph, &|key| onnx.op_register.0.contains_key(key));
+        let unsupported = unsupported_ops(proto_graph, &|key| onnx.op_register.0.contains_key(key));
         if !unsupported.is_empty() {
             return Err(Error::UnsupportedOps {
                 backend: None,
@@ -97,9 +99,14 @@ impl Model {
             }
             Ok(parsed.model)
         })?;
+        // tract numbers the graph's inputs and initializers first, then its nodes in order.
+        let first_node = graph.nodes().len().saturating_sub(proto_graph.node.len());
+        let preflight = preflight::Preflight::from_graph(proto_graph, first_node)
+            .map_err(Error::InvalidModel)?;
         Ok(Model {
             info,
             graph,
+            preflight,
             source: None,
         })
     }
@@ -116,6 +123,10 @@ impl Model {
 
     pub(crate) fn graph(&self) -> &InferenceModel {
         &self.graph
+    }
+
+    pub(crate) fn preflight(&self) -> &preflight::Preflight {
+        &self.preflight
     }
 }
 

@@ -177,6 +177,7 @@ impl Model {
         graph
             .inputs
             .retain(|outlet| !folding[sources.iter().position(|s| s == outlet).unwrap_or(0)]);
+        super::preflight::analyse(&mut graph, self.preflight())?;
         let mut typed = graph.into_typed()?;
         super::quant_barrier::guard_quantized_softmax(&mut typed)?;
         let mut typed = typed.into_decluttered()?;

@@ -1,0 +1,456 @@
+//! Checks that run before tract sees a value it would panic on.
+//!
+//! tract 0.23.9 trusts a model's attributes and constants while it infers shapes: an axis past
+//! the rank is an index out of range, a negative dim an assertion, a zero stride a division by
+//! zero, a constant `Gather` of a bad index an out-of-range read, and a constant that folds into
+//! terabytes an aborting allocation. Natively such a panic is caught; in the browser build it
+//! traps the whole module. So Tessera checks each case itself and returns an error naming the
+//! node:
+//!
+//! - attributes that are wrong whatever the input (strides, kernel sizes, permutations) when the
+//!   model is loaded ([`Preflight::from_graph`]);
+//! - ranks, shapes and constant values as they become known, node by node, in Tessera's own run
+//!   of tract's fact analysis ([`analyse`]), before tract's rules for that node run;
+//! - sizes: a value tract would fold while typing, and every tensor of the lowered graph, must
+//!   fit [`MAX_TENSOR_BYTES`].
+
+use crate::model::info::op_key;
+use std::collections::{BTreeSet, HashMap};
+use tract_onnx::pb;
+use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::infer::{InferenceFact, InferenceOp};
+use tract_onnx::tract_hir::internal::{Factoid, bail, format_err};
+use anyhow::Context;
+
+/// The largest tensor Tessera makes, in bytes: 64 GiB natively; 1 GiB on 32-bit targets (wasm),
+/// whose whole address space is 4 GiB and where a failed allocation traps the module.
+pub const MAX_TENSOR_BYTES: u64 = if usize::BITS == 32 { 1 << 30 } else { 1 << 36 };
+
+/// What one node of the model must satisfy once its input facts are known.
+#[derive(Debug, Clone)]
+enum Check {
+    /// `axis` of input 0 in `-(rank + extra)..rank + extra` (Flatten: extra 1, the axis may be
+    /// the rank itself).
+    Axis { axis: i64, extra: i64 },
+    /// Axes of input 0, from an attribute or from the values of input `slot`; Unsqueeze's count
+    /// against the output rank (`unsqueeze`).
+    Axes {
+        attribute: Option<Vec<i64>>,
+        slot: usize,
+        unsqueeze: bool,
+    },
+    /// A permutation as long as the input's rank.
+    Perm(Vec<i64>),
+    /// The values of input `slot` are dims or repeat counts: none may be negative.
+    NonNegative { slot: usize, what: &'static str },
+    /// Pads (attribute, or the values of input 1) that leave no axis of input 0 below zero.
+    Pads { attribute: Option<Vec<i64>> },
+    /// Indices (input `indices`) into `axis` of input 0: Gather, GatherElements, Scatter*.
+    IndicesOnAxis { axis: i64, indices: usize },
+    /// GatherND / ScatterND indices: their last axis addresses data axes `batch_dims..`.
+    IndicesNd { batch_dims: usize },
+    /// Pooling: tract cannot pool an empty plane.
+    NonEmptySpatial,
+}
+
+/// The checks of a model's nodes, keyed by tract node id.
+#[derive(Debug, Clone, Default)]
+pub struct Preflight {
+    checks: HashMap<usize, (String, Vec<Check>)>,
+}
+
+fn attribute<'a>(node: &'a pb::NodeProto, name: &str) -> Option<&'a pb::AttributeProto> {
+    node.attribute.iter().find(|a| a.name == name)
+}
+
+fn ints(node: &pb::NodeProto, name: &str) -> Option<Vec<i64>> {
+    attribute(node, name).map(|a| a.ints.clone())
+}
+
+fn int(node: &pb::NodeProto, name: &str, default: i64) -> i64 {
+    attribute(node, name).map(|a| a.i).unwrap_or(default)
+}
+
+impl Preflight {
+    /// The checks of the graph's nodes. `first_node` is the tract id of the graph's first node
+    /// (tract numbers the graph's inputs and initializers first, then the nodes in order).
+    /// Attributes that are wrong whatever the input are refused here.
+    pub fn from_graph(graph: &pb::GraphProto, first_node: usize) -> Result<Preflight, String> {
+        let mut checks = HashMap::new();
+        for (ix, node) in graph.node.iter().enumerate() {
+            let found = node_checks(node)?;
+            if !found.is_empty() {
+                checks.insert(first_node + ix, (describe(node), found));
+            }
+        }
+        Ok(Preflight { checks })
+    }
+}
+
+/// The node as tract names it: its name, else its first output.
+fn describe(node: &pb::NodeProto) -> String {
+    let name = match node.output.first() {
+        Some(output) if node.name.is_empty() => output,
+        _ => &node.name,
+    };
+    format!("node '{name}' ({})", op_key(node))
+}
+
+fn node_checks(node: &pb::NodeProto) -> Result<Vec<Check>, String> {
+    let op = node.op_type.as_str();
+    let mut checks = vec![];
+    match op {
+        "Conv" | "ConvTranspose" | "ConvInteger" | "QLinearConv" | "MaxPool" | "AveragePool"
+        | "LpPool" => {
+            for name in ["kernel_shape", "strides", "dilations"] {
+                if let Some(bad) = ints(node, name).and_then(|v| v.into_iter().find(|&v| v < 1)) {
+                    return Err(format!("{}: {name} holds {bad}; each must be 1 or more", describe(node)));
+                }
+            }
+            if attribute(node, "group").is_some_and(|g| g.i < 1) {
+                return Err(format!("{}: group must be 1 or more", describe(node)));
+            }
+            if matches!(op, "MaxPool" | "AveragePool" | "LpPool") {
+                checks.push(Check::NonEmptySpatial);
+            }
+        }
+        "Transpose" => {
+            if let Some(perm) = ints(node, "perm") {
+                let mut seen = vec![false; perm.len()];
+                for &p in &perm {
+                    if p < 0 || p as usize >= perm.len() || std::mem::replace(&mut seen[p as usize], true) {
+                        return Err(format!(
+                            "{}: perm {perm:?} is not a permutation of 0..{}",
+                            describe(node),
+                            perm.len()
+                        ));
+                    }
+                }
+                checks.push(Check::Perm(perm));
+            }
+        }
+        "Flatten" => checks.push(Check::Axis { axis: int(node, "axis", 1), extra: 1 }),
+        "ArgMax" | "ArgMin" | "Softmax" | "LogSoftmax" | "Hardmax" => {
+            if attribute(node, "axis").is_some() {
+                checks.push(Check::Axis { axis: int(node, "axis", 0), extra: 0 });
+            }
+        }
+        "Unsqueeze" | "Squeeze" => checks.push(Check::Axes {
+            attribute: ints(node, "axes"),
+            slot: 1,
+            unsqueeze: op == "Unsqueeze",
+        }),
+        _ if op.starts_with("Reduce") => checks.push(Check::Axes {
+            attribute: ints(node, "axes"),
+            slot: 1,
+            unsqueeze: false,
+        }),
+        "ConstantOfShape" => checks.push(Check::NonNegative { slot: 0, what: "a dim" }),
+        "Tile" => checks.push(Check::NonNegative { slot: 1, what: "a repeat count" }),
+        "Expand" => checks.push(Check::NonNegative { slot: 1, what: "a dim" }),
+        // Pads given for some axes only (opset 18's `axes` input) are left to tract's own checks.
+        "Pad" if node.input.len() < 4 => checks.push(Check::Pads { attribute: ints(node, "pads") }),
+        "Gather" | "GatherElements" => {
+            let axis = int(node, "axis", 0);
+            checks.push(Check::Axis { axis, extra: 0 });
+            checks.push(Check::IndicesOnAxis { axis, indices: 1 });
+        }
+        "Scatter" | "ScatterElements" => {
+            let axis = int(node, "axis", 0);
+            checks.push(Check::Axis { axis, extra: 0 });
+            checks.push(Check::IndicesOnAxis { axis, indices: 1 });
+        }
+        "GatherND" | "ScatterND" => checks.push(Check::IndicesNd {
+            batch_dims: int(node, "batch_dims", 0).max(0) as usize,
+        }),
+        _ => {}
+    }
+    Ok(checks)
+}
+
+fn rank(fact: &InferenceFact) -> Option<i64> {
+    fact.shape.rank().concretize()
+}
+
+fn shape(fact: &InferenceFact) -> Option<TVec<usize>> {
+    fact.shape.as_concrete_finite().ok().flatten()
+}
+
+fn values(fact: &InferenceFact) -> Option<Vec<i64>> {
+    let tensor = fact.value.concretize()?;
+    let cast = tensor.cast_to::<i64>().ok()?;
+    let plain = cast.try_as_plain_ram().ok()?;
+    plain.as_slice::<i64>().ok().map(|s| s.to_vec())
+}
+
+/// `axis` in `-len..len`, as a positive index.
+fn in_range(axis: i64, len: i64) -> Option<usize> {
+    let positive = if axis < 0 { axis + len } else { axis };
+    (0..len).contains(&positive).then_some(positive as usize)
+}
+
+impl Check {
+    /// Fails with what is wrong, given the facts known so far (a check whose facts are not yet
+    /// known passes: it runs again when they are).
+    fn check(&self, inputs: &[&InferenceFact]) -> Result<(), String> {
+        let data = inputs.first().copied();
+        let data_rank = data.and_then(rank);
+        let fact = |slot: usize| inputs.get(slot).copied();
+        match self {
+            Check::Axis { axis, extra } => {
+                if let Some(r) = data_rank
+                    && in_range(*axis, r + extra).is_none()
+                {
+                    return Err(format!("axis {axis} is out of range for an input of rank {r}"));
+                }
+            }
+            Check::Axes { attribute, slot, unsqueeze } => {
+                let axes = attribute.clone().or_else(|| fact(*slot).and_then(values));
+                if let (Some(axes), Some(r)) = (axes, data_rank) {
+                    let out_rank = if *unsqueeze { r + axes.len() as i64 } else { r };
+                    let mut seen = BTreeSet::new();
+                    for &a in &axes {
+                        let Some(positive) = in_range(a, out_rank) else {
+                            return Err(format!(
+                                "axis {a} is out of range for {} of rank {out_rank}",
+                                if *unsqueeze { "an output" } else { "an input" }
+                            ));
+                        };
+                        if !seen.insert(positive) {
+                            return Err(format!("axis {a} is given twice"));
+                        }
+                    }
+                }
+            }
+            Check::Perm(perm) => {
+                if let Some(r) = data_rank
+                    && perm.len() as i64 != r
+                {
+                    return Err(format!("perm {perm:?} does not fit an input of rank {r}"));
+                }
+            }
+            Check::NonNegative { slot, what } => {
+                if let Some(bad) = fact(*slot).and_then(values).and_then(|v| v.into_iter().find(|&v| v < 0)) {
+                    return Err(format!("input {slot} gives {what} of {bad}"));
+                }
+            }
+            Check::Pads { attribute } => {
+                let pads = attribute.clone().or_else(|| fact(1).and_then(values));
+                if let (Some(pads), Some(dims)) = (pads, data.and_then(shape)) {
+                    if pads.len() != 2 * dims.len() {
+                        return Err(format!(
+                            "{} pads for an input of rank {} (2 per axis)",
+                            pads.len(),
+                            dims.len()
+                        ));
+                    }
+                    let mut elements: u128 = 1;
+                    for (axis, &dim) in dims.iter().enumerate() {
+                        let padded = (dim as i128) + pads[axis] as i128 + pads[axis + dims.len()] as i128;
+                        if padded < 0 {
+                            return Err(format!(
+                                "pads {} and {} leave axis {axis} (of {dim}) with {padded} elements",
+                                pads[axis],
+                                pads[axis + dims.len()]
+                            ));
+                        }
+                        elements = elements.saturating_mul(padded as u128);
+                    }
+                    // tract learns the padded size only by padding.
+                    check_elements(elements, data)?;
+                }
+            }
+            Check::IndicesOnAxis { axis, indices } => {
+                if let (Some(dims), Some(r), Some(values)) =
+                    (data.and_then(shape), data_rank, fact(*indices).and_then(values))
+                    && let Some(axis) = in_range(*axis, r)
+                {
+                    let len = dims[axis] as i64;
+                    if let Some(bad) = values.iter().find(|&&v| v < -len || v >= len) {
+                        return Err(format!(
+                            "index {bad} is out of range for an axis of {len} (valid: -{len}..{len})"
+                        ));
+                    }
+                }
+            }
+            Check::IndicesNd { batch_dims } => {
+                if let (Some(dims), Some(index_shape), Some(values)) =
+                    (data.and_then(shape), fact(1).and_then(shape), fact(1).and_then(values))
+                {
+                    let n = index_shape.last().copied().unwrap_or(0);
+                    if batch_dims + n > dims.len() {
+                        return Err(format!(
+                            "indices address {n} axes after {batch_dims} batch axes of an input of rank {}",
+                            dims.len()
+                        ));
+                    }
+                    for (ix, &v) in values.iter().enumerate() {
+                        let len = dims[batch_dims + ix % n.max(1)] as i64;
+                        if v < 0 || v >= len {
+                            return Err(format!(
+                                "index {v} is out of range for an axis of {len} (valid: 0..{len})"
+                            ));
+                        }
+                    }
+                }
+            }
+            Check::NonEmptySpatial => {
+                if let Some(dims) = data.and_then(shape)
+                    && dims.iter().skip(2).any(|&d| d == 0)
+                {
+                    return Err(format!("its input {dims:?} has an empty spatial axis"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An output of `elements` elements of the input's type fits [`MAX_TENSOR_BYTES`].
+fn check_elements(elements: u128, like: Option<&InferenceFact>) -> Result<(), String> {
+    let size = like.and_then(|f| f.datum_type.concretize()).map_or(1, |t| t.size_of()) as u128;
+    let bytes = elements.saturating_mul(size);
+    if bytes > MAX_TENSOR_BYTES as u128 {
+        return Err(format!(
+            "its output would hold {elements} elements ({bytes} bytes), more than the {MAX_TENSOR_BYTES} bytes Tessera allows"
+        ));
+    }
+    Ok(())
+}
+
+/// Bytes of a fact whose shape and type are known, `None` while they are not (saturating: a
+/// shape whose size overflows is over any limit).
+fn fact_bytes(fact: &InferenceFact) -> Option<u64> {
+    let dims = shape(fact)?;
+    let size = fact.datum_type.concretize()?.size_of() as u64;
+    Some(dims.iter().fold(size, |acc, &d| acc.saturating_mul(d as u64)))
+}
+
+fn too_big(graph: &InferenceModel, outlet: OutletId, fact: &InferenceFact) -> TractResult<()> {
+    if let Some(bytes) = fact_bytes(fact)
+        && bytes > MAX_TENSOR_BYTES
+    {
+        let node = graph.node(outlet.node);
+        let size = if bytes == u64::MAX {
+            "more than 2^64 bytes".to_string()
+        } else {
+            format!("{bytes} bytes")
+        };
+        bail!(
+            "node '{}' ({}) would make a tensor of shape {:?} ({size}), more than the {} bytes Tessera allows",
+            node.name,
+            node.op.name(),
+            shape(fact).unwrap_or_default(),
+            MAX_TENSOR_BYTES
+        );
+    }
+    Ok(())
+}
+
+/// tract's fact analysis (`InferenceModel::analyse`, not obstinate), with each node's checks run
+/// before its rules, the size of each value tract would fold checked before it is computed, and
+/// every tensor's size checked at the end. A port of tract-hir 0.23.9's `Analyser`.
+pub fn analyse(graph: &mut InferenceModel, preflight: &Preflight) -> TractResult<()> {
+    let mut to_visit: BTreeSet<usize> = graph.eval_order()?.into_iter().collect();
+    to_visit.extend(0..graph.nodes().len());
+    let mut observers: HashMap<OutletId, Vec<usize>> = HashMap::new();
+    for node in graph.nodes() {
+        for outlet in node.op.observe_outlets(graph, node)? {
+            observers.entry(outlet).or_default().push(node.id);
+        }
+    }
+    while let Some(node) = to_visit.pop_first() {
+        let changed = analyse_one(graph, node, preflight)
+            .with_context(|| format!("Failed analyse for node {}", graph.node(node)))?;
+        for (outlet, _) in changed {
+            for dst in &graph.node(outlet.node).outputs[outlet.slot].successors {
+                if dst.node != outlet.node {
+                    to_visit.insert(dst.node);
+                }
+            }
+            if outlet.node != node {
+                to_visit.insert(outlet.node);
+            }
+            to_visit.extend(observers.get(&outlet).into_iter().flatten());
+        }
+    }
+    for node in graph.nodes() {
+        for (slot, output) in node.outputs.iter().enumerate() {
+            too_big(graph, OutletId::new(node.id, slot), &output.fact)?;
+        }
+    }
+    Ok(())
+}
+
+fn analyse_one(
+    graph: &mut InferenceModel,
+    id: usize,
+    preflight: &Preflight,
+) -> TractResult<Vec<(OutletId, InferenceFact)>> {
+    let (inputs, outputs) = graph.node_facts(id)?;
+    let inputs: TVec<InferenceFact> = inputs.into_iter().cloned().collect();
+    let outputs: TVec<InferenceFact> = outputs.into_iter().cloned().collect();
+    let node = graph.node(id);
+    let observed_outlets = node.op.observe_outlets(graph, node)?;
+    let observed: TVec<InferenceFact> = observed_outlets
+        .iter()
+        .map(|o| graph.outlet_fact(*o).cloned())
+        .collect::<TractResult<_>>()?;
+    if outputs.len() != node.op.nboutputs()? {
+        bail!(
+            "node '{}' has {} outputs, its op {}",
+            node.name,
+            outputs.len(),
+            node.op.nboutputs()?
+        );
+    }
+    let input_refs: TVec<&InferenceFact> = inputs.iter().collect();
+    if let Some((what, checks)) = preflight.checks.get(&id) {
+        for check in checks {
+            check.check(&input_refs).map_err(|e| format_err!("{what}: {e}"))?;
+        }
+    }
+    let output_refs: TVec<&InferenceFact> = outputs.iter().collect();
+    let observed_refs: TVec<&InferenceFact> = observed.iter().collect();
+    // tract computes a node's value while inferring when every input is known: the shapes its
+    // rules give come first, so the value is not computed when it would be too big.
+    let mut op: Box<dyn InferenceOp> = node.op.clone();
+    if !inputs.is_empty() && inputs.iter().all(|f| f.value.concretize().is_some()) {
+        let (_, shapes, _) =
+            op.infer_facts(input_refs.clone(), output_refs.clone(), observed_refs.clone())?;
+        for (slot, fact) in shapes.iter().enumerate() {
+            too_big(graph, OutletId::new(id, slot), fact)?;
+        }
+    }
+    let (inferred_inputs, inferred_outputs, inferred_observed) =
+        op.infer(input_refs, output_refs, observed_refs)?;
+    graph.node_mut(id).op = op;
+    let node = graph.node(id);
+    let mut changed = vec![];
+    for (ix, &outlet) in node.inputs.iter().enumerate() {
+        let old = graph.outlet_fact(outlet)?;
+        let unified = inferred_inputs[ix].unify(old)?;
+        if &unified != old {
+            changed.push((outlet, unified));
+        }
+    }
+    for (ix, fact) in inferred_outputs.iter().enumerate() {
+        let outlet = OutletId::new(id, ix);
+        let old = graph.outlet_fact(outlet)?;
+        let unified = old.unify(fact)?;
+        if &unified != old {
+            changed.push((outlet, unified));
+        }
+    }
+    for (ix, &outlet) in observed_outlets.iter().enumerate() {
+        let old = graph.outlet_fact(outlet)?;
+        let unified = old.unify(&inferred_observed[ix])?;
+        if &unified != old {
+            changed.push((outlet, unified));
+        }
+    }
+    for (outlet, fact) in &changed {
+        graph.set_outlet_fact(*outlet, fact.clone())?;
+    }
+    Ok(changed)
+}
