@@ -15,12 +15,12 @@
 //!   fit [`MAX_TENSOR_BYTES`].
 
 use crate::model::info::op_key;
+use anyhow::Context;
 use std::collections::{BTreeSet, HashMap};
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::{InferenceFact, InferenceOp};
 use tract_onnx::tract_hir::internal::{Factoid, bail, format_err};
-use anyhow::Context;
 
 /// The largest tensor Tessera makes, in bytes: 64 GiB natively; 1 GiB on 32-bit targets (wasm),
 /// whose whole address space is 4 GiB and where a failed allocation traps the module.
@@ -104,7 +104,10 @@ fn node_checks(node: &pb::NodeProto) -> Result<Vec<Check>, String> {
         | "LpPool" => {
             for name in ["kernel_shape", "strides", "dilations"] {
                 if let Some(bad) = ints(node, name).and_then(|v| v.into_iter().find(|&v| v < 1)) {
-                    return Err(format!("{}: {name} holds {bad}; each must be 1 or more", describe(node)));
+                    return Err(format!(
+                        "{}: {name} holds {bad}; each must be 1 or more",
+                        describe(node)
+                    ));
                 }
             }
             if attribute(node, "group").is_some_and(|g| g.i < 1) {
@@ -118,7 +121,10 @@ fn node_checks(node: &pb::NodeProto) -> Result<Vec<Check>, String> {
             if let Some(perm) = ints(node, "perm") {
                 let mut seen = vec![false; perm.len()];
                 for &p in &perm {
-                    if p < 0 || p as usize >= perm.len() || std::mem::replace(&mut seen[p as usize], true) {
+                    if p < 0
+                        || p as usize >= perm.len()
+                        || std::mem::replace(&mut seen[p as usize], true)
+                    {
                         return Err(format!(
                             "{}: perm {perm:?} is not a permutation of 0..{}",
                             describe(node),
@@ -129,10 +135,16 @@ fn node_checks(node: &pb::NodeProto) -> Result<Vec<Check>, String> {
                 checks.push(Check::Perm(perm));
             }
         }
-        "Flatten" => checks.push(Check::Axis { axis: int(node, "axis", 1), extra: 1 }),
+        "Flatten" => checks.push(Check::Axis {
+            axis: int(node, "axis", 1),
+            extra: 1,
+        }),
         "ArgMax" | "ArgMin" | "Softmax" | "LogSoftmax" | "Hardmax" => {
             if attribute(node, "axis").is_some() {
-                checks.push(Check::Axis { axis: int(node, "axis", 0), extra: 0 });
+                checks.push(Check::Axis {
+                    axis: int(node, "axis", 0),
+                    extra: 0,
+                });
             }
         }
         "Unsqueeze" | "Squeeze" => checks.push(Check::Axes {
@@ -145,11 +157,22 @@ fn node_checks(node: &pb::NodeProto) -> Result<Vec<Check>, String> {
             slot: 1,
             unsqueeze: false,
         }),
-        "ConstantOfShape" => checks.push(Check::NonNegative { slot: 0, what: "a dim" }),
-        "Tile" => checks.push(Check::NonNegative { slot: 1, what: "a repeat count" }),
-        "Expand" => checks.push(Check::NonNegative { slot: 1, what: "a dim" }),
+        "ConstantOfShape" => checks.push(Check::NonNegative {
+            slot: 0,
+            what: "a dim",
+        }),
+        "Tile" => checks.push(Check::NonNegative {
+            slot: 1,
+            what: "a repeat count",
+        }),
+        "Expand" => checks.push(Check::NonNegative {
+            slot: 1,
+            what: "a dim",
+        }),
         // Pads given for some axes only (opset 18's `axes` input) are left to tract's own checks.
-        "Pad" if node.input.len() < 4 => checks.push(Check::Pads { attribute: ints(node, "pads") }),
+        "Pad" if node.input.len() < 4 => checks.push(Check::Pads {
+            attribute: ints(node, "pads"),
+        }),
         "Gather" | "GatherElements" => {
             let axis = int(node, "axis", 0);
             checks.push(Check::Axis { axis, extra: 0 });
@@ -201,10 +224,16 @@ impl Check {
                 if let Some(r) = data_rank
                     && in_range(*axis, r + extra).is_none()
                 {
-                    return Err(format!("axis {axis} is out of range for an input of rank {r}"));
+                    return Err(format!(
+                        "axis {axis} is out of range for an input of rank {r}"
+                    ));
                 }
             }
-            Check::Axes { attribute, slot, unsqueeze } => {
+            Check::Axes {
+                attribute,
+                slot,
+                unsqueeze,
+            } => {
                 let axes = attribute.clone().or_else(|| fact(*slot).and_then(values));
                 if let (Some(axes), Some(r)) = (axes, data_rank) {
                     let out_rank = if *unsqueeze { r + axes.len() as i64 } else { r };
@@ -230,7 +259,10 @@ impl Check {
                 }
             }
             Check::NonNegative { slot, what } => {
-                if let Some(bad) = fact(*slot).and_then(values).and_then(|v| v.into_iter().find(|&v| v < 0)) {
+                if let Some(bad) = fact(*slot)
+                    .and_then(values)
+                    .and_then(|v| v.into_iter().find(|&v| v < 0))
+                {
                     return Err(format!("input {slot} gives {what} of {bad}"));
                 }
             }
@@ -246,7 +278,8 @@ impl Check {
                     }
                     let mut elements: u128 = 1;
                     for (axis, &dim) in dims.iter().enumerate() {
-                        let padded = (dim as i128) + pads[axis] as i128 + pads[axis + dims.len()] as i128;
+                        let padded =
+                            (dim as i128) + pads[axis] as i128 + pads[axis + dims.len()] as i128;
                         if padded < 0 {
                             return Err(format!(
                                 "pads {} and {} leave axis {axis} (of {dim}) with {padded} elements",
@@ -261,9 +294,11 @@ impl Check {
                 }
             }
             Check::IndicesOnAxis { axis, indices } => {
-                if let (Some(dims), Some(r), Some(values)) =
-                    (data.and_then(shape), data_rank, fact(*indices).and_then(values))
-                    && let Some(axis) = in_range(*axis, r)
+                if let (Some(dims), Some(r), Some(values)) = (
+                    data.and_then(shape),
+                    data_rank,
+                    fact(*indices).and_then(values),
+                ) && let Some(axis) = in_range(*axis, r)
                 {
                     let len = dims[axis] as i64;
                     if let Some(bad) = values.iter().find(|&&v| v < -len || v >= len) {
@@ -274,9 +309,11 @@ impl Check {
                 }
             }
             Check::IndicesNd { batch_dims } => {
-                if let (Some(dims), Some(index_shape), Some(values)) =
-                    (data.and_then(shape), fact(1).and_then(shape), fact(1).and_then(values))
-                {
+                if let (Some(dims), Some(index_shape), Some(values)) = (
+                    data.and_then(shape),
+                    fact(1).and_then(shape),
+                    fact(1).and_then(values),
+                ) {
                     let n = index_shape.last().copied().unwrap_or(0);
                     if batch_dims + n > dims.len() {
                         return Err(format!(
@@ -308,7 +345,9 @@ impl Check {
 
 /// An output of `elements` elements of the input's type fits [`MAX_TENSOR_BYTES`].
 fn check_elements(elements: u128, like: Option<&InferenceFact>) -> Result<(), String> {
-    let size = like.and_then(|f| f.datum_type.concretize()).map_or(1, |t| t.size_of()) as u128;
+    let size = like
+        .and_then(|f| f.datum_type.concretize())
+        .map_or(1, |t| t.size_of()) as u128;
     let bytes = elements.saturating_mul(size);
     if bytes > MAX_TENSOR_BYTES as u128 {
         return Err(format!(
@@ -323,7 +362,10 @@ fn check_elements(elements: u128, like: Option<&InferenceFact>) -> Result<(), St
 fn fact_bytes(fact: &InferenceFact) -> Option<u64> {
     let dims = shape(fact)?;
     let size = fact.datum_type.concretize()?.size_of() as u64;
-    Some(dims.iter().fold(size, |acc, &d| acc.saturating_mul(d as u64)))
+    Some(
+        dims.iter()
+            .fold(size, |acc, &d| acc.saturating_mul(d as u64)),
+    )
 }
 
 fn too_big(graph: &InferenceModel, outlet: OutletId, fact: &InferenceFact) -> TractResult<()> {
@@ -407,7 +449,9 @@ fn analyse_one(
     let input_refs: TVec<&InferenceFact> = inputs.iter().collect();
     if let Some((what, checks)) = preflight.checks.get(&id) {
         for check in checks {
-            check.check(&input_refs).map_err(|e| format_err!("{what}: {e}"))?;
+            check
+                .check(&input_refs)
+                .map_err(|e| format_err!("{what}: {e}"))?;
         }
     }
     let output_refs: TVec<&InferenceFact> = outputs.iter().collect();
@@ -416,8 +460,11 @@ fn analyse_one(
     // rules give come first, so the value is not computed when it would be too big.
     let mut op: Box<dyn InferenceOp> = node.op.clone();
     if !inputs.is_empty() && inputs.iter().all(|f| f.value.concretize().is_some()) {
-        let (_, shapes, _) =
-            op.infer_facts(input_refs.clone(), output_refs.clone(), observed_refs.clone())?;
+        let (_, shapes, _) = op.infer_facts(
+            input_refs.clone(),
+            output_refs.clone(),
+            observed_refs.clone(),
+        )?;
         for (slot, fact) in shapes.iter().enumerate() {
             too_big(graph, OutletId::new(id, slot), fact)?;
         }
