@@ -57,8 +57,29 @@ fn check_header_len(bytes: &[u8]) -> Result<()> {
             ),
         ));
     }
+    // numpy writes a flat dict holding one tuple; the literal parser backtracks exponentially on
+    // deep nesting (a 262-byte header of open braces took minutes), so depth is bounded first.
+    let start = prefix + len_bytes;
+    let header = &bytes[start..start + header_len as usize];
+    let mut depth = 0usize;
+    for &b in header {
+        match b {
+            b'{' | b'[' | b'(' => depth += 1,
+            b'}' | b']' | b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_HEADER_NESTING {
+            return Err(Error::tensor_data(
+                None,
+                format!("bad .npy header: brackets nested deeper than {MAX_HEADER_NESTING}"),
+            ));
+        }
+    }
     Ok(())
 }
+
+/// Bracket nesting allowed in a `.npy` header (numpy writes 2: a dict holding the shape tuple).
+const MAX_HEADER_NESTING: usize = 4;
 
 /// Decodes the bytes of a `.npy` file. Sizes the file states (header length, shape) are checked
 /// against the bytes present before anything of that size is allocated.
