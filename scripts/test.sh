@@ -31,13 +31,15 @@ step "rustfmt" 300 bash -c 'rustup component add rustfmt >/dev/null 2>&1 || true
 step "native build (release, every test binary)" 2400 cargo test --workspace --release --locked --no-run
 step "cuda kernels compiled by NVRTC" 600 scripts/check-cuda-kernels.sh
 
+step "quantized suite: derive with onnxruntime's quantizer" 900 scripts/derive-quantized.sh
+
 native_log="$(mktemp)"
 step "native tests (unit, CLI, node suite, real models)" 1800 \
     bash -c 'set -o pipefail; cargo test --workspace --release --locked 2>&1 | tee "$0"' "$native_log"
 
 # GPU tests skip only where no CUDA device is usable, and how many do is known: a new silent
 # skip (or a skip where a device is present) fails here.
-expected_gpu_skips=9
+expected_gpu_skips=10
 skips="$(grep -o 'skipped: no \(cuda\|CUDA\) device here' "$native_log" | wc -l)"
 cuda_available="$("$target/release/tessera" devices --json \
     | python3 -c 'import json,sys; print(any(b["backend"] == "cuda" and b["available"] for b in json.load(sys.stdin)))')"
