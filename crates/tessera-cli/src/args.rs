@@ -179,6 +179,10 @@ pub struct BenchArgs {
     /// as bars, and the latency histogram of the timed runs.
     #[arg(long, value_name = "FILE", conflicts_with = "scaling")]
     pub html: Option<PathBuf>,
+    /// Also write the per-op profile (profiled over --runs extra runs) as JSON to FILE: per op
+    /// type and per node, ms per run (bench/op_profile_vs_ort.py reads it).
+    #[arg(long, value_name = "FILE", conflicts_with = "scaling")]
+    pub profile_json: Option<PathBuf>,
     /// Compare thread counts in one process (e.g. 1,2): one session each, timed runs interleaved,
     /// so machine noise hits every count alike. Replaces --threads.
     #[arg(

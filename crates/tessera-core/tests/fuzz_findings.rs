@@ -1,6 +1,8 @@
 //! Inputs the fuzz targets (fuzz/, docs/fuzzing.md) found, each kept as a regression test: each
 //! must end in a clear error (a regression to a hang is caught by CI's per-step timeout).
 
+use tessera_core::Model;
+use tessera_core::error::{install_panic_counter, panics_seen_on_this_thread};
 use tessera_core::tensor::npy::npy_from_bytes;
 
 fn finding(name: &str) -> Vec<u8> {
@@ -19,5 +21,24 @@ fn npy_header_of_nested_brackets_is_refused_at_once() {
     assert!(
         error.to_string().contains("nested deeper than"),
         "unexpected error: {error}"
+    );
+}
+
+/// `run_model` target (counting caught panics), 2026-11-26: an LSTM whose omitted first output
+/// ("") is also the graph's output; tract indexed its name table with "" and panicked.
+#[test]
+fn graph_output_with_an_empty_name_is_an_error() {
+    install_panic_counter();
+    let before = panics_seen_on_this_thread();
+    let error = Model::from_bytes(&finding("graph-output-empty-name.onnx"))
+        .expect_err("the model is invalid");
+    assert!(
+        error.to_string().contains("declares output"),
+        "unexpected error: {error}"
+    );
+    assert_eq!(
+        panics_seen_on_this_thread(),
+        before,
+        "a panic was caught on the way"
     );
 }

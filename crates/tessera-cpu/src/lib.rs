@@ -8,6 +8,7 @@
 //! signature (shapes plus the values of folded inputs) and kept in a small cache.
 
 mod node_by_node;
+mod ops;
 mod threading;
 
 pub use node_by_node::{NodeTime, NonFiniteNode};
@@ -175,10 +176,10 @@ impl CpuSession {
             }
         }
         let lowered = self.model.lower(inputs, preferred.as_deref())?;
+        let mut typed = lowered.typed;
         let runnable = catch_panic("optimizing the plan", || {
-            lowered
-                .typed
-                .into_optimized()
+            ops::use_cpu_ops(&mut typed)
+                .and_then(|()| typed.into_optimized())
                 .and_then(|m| m.into_runnable())
                 .map_err(|e| Error::Prepare {
                     backend: "cpu".into(),

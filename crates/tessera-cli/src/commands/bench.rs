@@ -84,9 +84,20 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         device_memory,
         transfers: session.last_transfers(),
     };
-    if let Some(file) = &args.html {
-        let profile =
-            tessera::diagnostics::bench_report::profile(&session, inputs.clone(), args.runs)?;
+    let profile = if args.html.is_some() || args.profile_json.is_some() {
+        Some(tessera::diagnostics::bench_report::profile(
+            &session,
+            inputs.clone(),
+            args.runs,
+        )?)
+    } else {
+        None
+    };
+    if let (Some(file), Some(profile)) = (&args.profile_json, &profile) {
+        std::fs::write(file, serde_json::to_string_pretty(profile)?)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", file.display()))?;
+    }
+    if let (Some(file), Some(profile)) = (&args.html, &profile) {
         let summary = tessera::diagnostics::bench_report::BenchSummary {
             model: report.model.clone(),
             backend: describe_engine(&session),
@@ -94,7 +105,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
             first_run_ms: report.first_run_ms,
             latencies_ms: times.clone(),
         };
-        let page = tessera::diagnostics::bench_report::render_html(&summary, &profile)?;
+        let page = tessera::diagnostics::bench_report::render_html(&summary, profile)?;
         std::fs::write(file, page)
             .map_err(|e| anyhow::anyhow!("writing {}: {e}", file.display()))?;
         if !args.json {

@@ -166,36 +166,51 @@ fn check_dtypes(graph: &pb::GraphProto) -> Result<()> {
     found.map_or(Ok(()), Err)
 }
 
-/// Every tensor name a graph or its subgraphs define (node outputs, initializers, inputs).
-fn defined_names<'a>(graph: &'a pb::GraphProto, names: &mut HashSet<&'a str>) {
+/// The names tract can resolve while parsing `graph`: its inputs, initializers and node outputs,
+/// and the names its nodes (and their subgraphs' nodes) read, which tract wires in from the
+/// enclosing graph.
+fn visible_names<'a>(graph: &'a pb::GraphProto, names: &mut HashSet<&'a str>) {
     names.extend(graph.input.iter().map(|i| i.name.as_str()));
     names.extend(graph.initializer.iter().map(|i| i.name.as_str()));
+    read_names(graph, names);
     for node in &graph.node {
         names.extend(node.output.iter().map(String::as_str));
+    }
+    // An empty name is an omitted optional output or input: it names no tensor.
+    names.remove("");
+}
+
+fn read_names<'a>(graph: &'a pb::GraphProto, names: &mut HashSet<&'a str>) {
+    for node in &graph.node {
+        names.extend(node.input.iter().map(String::as_str));
         for attribute in &node.attribute {
             for sub in attribute.g.iter().chain(attribute.graphs.iter()) {
-                defined_names(sub, names);
+                read_names(sub, names);
             }
         }
     }
 }
 
-/// Rejects graphs whose outputs name tensors nothing defines (tract would index a missing key).
-fn check_outputs_defined(graph: &pb::GraphProto, defined: &HashSet<&str>) -> Result<()> {
+/// Rejects graphs (subgraphs included) whose outputs name a tensor tract cannot resolve while
+/// parsing that graph (it would index a missing key): an empty name, one nothing defines, or, in
+/// a subgraph, a value of the enclosing graph that no node of the subgraph reads.
+fn check_outputs_defined(graph: &pb::GraphProto) -> Result<()> {
+    let mut visible = HashSet::new();
+    visible_names(graph, &mut visible);
     if let Some(output) = graph
         .output
         .iter()
-        .find(|o| !defined.contains(o.name.as_str()))
+        .find(|o| !visible.contains(o.name.as_str()))
     {
         return Err(Error::InvalidModel(format!(
-            "graph '{}' declares output '{}', which no node, initializer or input produces",
+            "graph '{}' declares output '{}', which no node, initializer or input of that graph produces",
             graph.name, output.name
         )));
     }
     for node in &graph.node {
         for attribute in &node.attribute {
             for sub in attribute.g.iter().chain(attribute.graphs.iter()) {
-                check_outputs_defined(sub, defined)?;
+                check_outputs_defined(sub)?;
             }
         }
     }
@@ -211,9 +226,7 @@ impl ModelInfo {
             .as_ref()
             .ok_or_else(|| Error::InvalidModel("the model has no graph".into()))?;
         check_dtypes(graph)?;
-        let mut defined = HashSet::new();
-        defined_names(graph, &mut defined);
-        check_outputs_defined(graph, &defined)?;
+        check_outputs_defined(graph)?;
         let initializers: HashSet<&str> =
             graph.initializer.iter().map(|i| i.name.as_str()).collect();
         let inputs = graph

@@ -1,0 +1,41 @@
+//! Tessera's own cpu ops: where tract's kernel for an op is the limit, a cpu plan swaps it for
+//! one of these before tract optimizes the plan (GPU plans keep tract's op, which they lower
+//! themselves). One file per op.
+
+mod lrn;
+mod max_pool;
+
+use tessera_core::tract_onnx::prelude::*;
+use tessera_core::tract_onnx::tract_core::ops::cnn::MaxPool;
+
+pub use lrn::FastLrn;
+pub use max_pool::FastMaxPool;
+
+/// Replaces, in place, the ops of `model` that have a faster cpu version here.
+pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
+    for id in 0..model.nodes().len() {
+        let node = model.node(id);
+        let f32_input = node
+            .inputs
+            .first()
+            .and_then(|i| model.outlet_fact(*i).ok())
+            .is_some_and(|f| f.datum_type == f32::datum_type());
+        if !f32_input {
+            continue;
+        }
+        if let Some(lrn) = node.op_as::<tract_onnx_opl::lrn::Lrn>() {
+            let fast = FastLrn::from_tract(lrn);
+            model.node_mut(id).op = Box::new(fast);
+        } else if let Some(pool) = node.op_as::<MaxPool>() {
+            let shape = model
+                .outlet_fact(node.inputs[0])?
+                .shape
+                .as_concrete()
+                .map(|s| s.to_vec());
+            if let Some(fast) = shape.and_then(|s| FastMaxPool::for_op(pool, &s)) {
+                model.node_mut(id).op = Box::new(fast);
+            }
+        }
+    }
+    Ok(())
+}
