@@ -78,8 +78,9 @@ fn check_header_len(bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Bracket nesting allowed in a `.npy` header (numpy writes 2: a dict holding the shape tuple).
-const MAX_HEADER_NESTING: usize = 4;
+/// Bracket nesting allowed in a `.npy` header: numpy writes 2, a dict holding the shape tuple
+/// (deeper means a structured dtype, which Tessera does not read).
+const MAX_HEADER_NESTING: usize = 2;
 
 /// Decodes the bytes of a `.npy` file. Sizes the file states (header length, shape) are checked
 /// against the bytes present before anything of that size is allocated.
