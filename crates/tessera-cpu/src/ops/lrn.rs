@@ -96,14 +96,9 @@ impl EvalOp for FastLrn {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let input = args_1!(inputs);
-        let input = input.to_plain_array_view::<f32>()?;
-        let input = input.as_standard_layout();
-        let shape = input.shape().to_vec();
-        let values = input.as_slice().context("LRN input is not contiguous")?;
-        let mut output = vec![0f32; values.len()];
-        self.compute(values, &shape, &mut output)?;
-        Ok(tvec!(Tensor::from_shape(&shape, &output)?.into_tvalue()))
+        super::eval_f32(inputs, None, |input, shape, output| {
+            self.compute(input, shape, output)
+        })
     }
 }
 

@@ -184,18 +184,9 @@ impl EvalOp for FastMaxPool {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let input = args_1!(inputs);
-        let input = input.to_plain_array_view::<f32>()?;
-        let input = input.as_standard_layout();
-        let values = input
-            .as_slice()
-            .context("MaxPool input is not contiguous")?;
-        let len: usize = self.output_shape.iter().product();
-        let mut output = vec![0f32; len];
-        self.compute(values, &mut output)?;
-        Ok(tvec!(
-            Tensor::from_shape(&self.output_shape, &output)?.into_tvalue()
-        ))
+        super::eval_f32(inputs, Some(&self.output_shape), |input, _, output| {
+            self.compute(input, output)
+        })
     }
 }
 
