@@ -4,10 +4,16 @@
 # run for real. Fails on the first model whose outputs do not match onnxruntime's.
 # CI uses the `release` profile (no fat LTO: a cold build stays short); the size-optimised
 # `dist` binaries are built by hand (README, "Edge boards").
+# `--build-only`: the build step alone (scripts/test.sh runs it early, beside the other suites).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/steps.sh
 export TESSERA_SHARED="${TESSERA_SHARED:-$(cd .. && pwd)/shared}"
+# A target directory of its own, so that this build can run while another cargo command holds
+# the main one.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}-edge"
+build_only=false
+[ "${1:-}" = --build-only ] && build_only=true
 
 scripts/ensure-packages.sh aarch64-linux-gnu-gcc=gcc-aarch64-linux-gnu qemu-aarch64=qemu-user \
     readelf=binutils
@@ -25,6 +31,11 @@ models=(
 
 check_target() {
     local target="$1" qemu="$2" machine="$3" bin
+    if $build_only; then
+        step "edge: $target build (beside the suites)" 1800 scripts/build-edge.sh "$target" release
+        return
+    fi
+    # Built already by --build-only in CI: then cargo only confirms it is fresh.
     step "edge: $target build" 1800 scripts/build-edge.sh "$target" release
     bin="$(scripts/build-edge.sh "$target" release 2>/dev/null)"
     if readelf -l "$bin" | grep -q INTERP || readelf -d "$bin" | grep -q NEEDED; then

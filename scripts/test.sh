@@ -29,13 +29,36 @@ step "debian packages" 900 scripts/ensure-packages.sh \
 step "rustfmt" 300 bash -c 'rustup component add rustfmt >/dev/null 2>&1 || true; cargo fmt --all -- --check'
 # Release: the same build the README's main command uses, and the suites run in seconds.
 step "native build (release, every test binary)" 2400 cargo test --workspace --release --locked --no-run
+# The arm64 edge build needs nothing from the native and browser suites, which leave a core idle
+# much of their time (Chromium, qemu, single-threaded loops, wasm-opt): it runs beside them from
+# here, in its own target directory (two cargo builds cannot share one), its output kept apart and
+# printed when scripts/test-edge.sh runs the qemu checks at the end.
+# (Its rustup target is added here first: two rustup commands at once can clash.)
+rustup target list --installed | grep -qx aarch64-unknown-linux-musl \
+    || rustup target add aarch64-unknown-linux-musl
+edge_log="$(mktemp -t tessera-edge-build.XXXXXX)"
+setsid scripts/test-edge.sh --build-only > "$edge_log" 2>&1 &
+edge_build=$!
+trap 'rc=$?; kill -- -"$edge_build" 2>/dev/null; (exit "$rc"); tessera_print_steps' EXIT
+
 step "cuda kernels compiled by NVRTC" 600 scripts/check-cuda-kernels.sh
 
 step "quantized suite: derive with onnxruntime's quantizer" 900 scripts/derive-quantized.sh
 
+# cargo-nextest (where installed) runs the 26 test binaries side by side; `cargo test` runs them
+# one after another while the slowest leave a core idle. nextest runs no doctests: cargo does.
+native_tests() {
+    if cargo nextest --version >/dev/null 2>&1; then
+        cargo nextest run --workspace --release --locked --no-fail-fast --success-output immediate \
+            && cargo test --workspace --release --locked --doc
+    else
+        cargo test --workspace --release --locked
+    fi
+}
+export -f native_tests
 native_log="$(mktemp)"
 step "native tests (unit, CLI, node suite, real models)" 1800 \
-    bash -c 'set -o pipefail; cargo test --workspace --release --locked 2>&1 | tee "$0"' "$native_log"
+    bash -c 'set -o pipefail; native_tests 2>&1 | tee "$0"' "$native_log"
 
 # GPU tests skip only where no CUDA device is usable, and how many do is known: a new silent
 # skip (or a skip where a device is present) fails here.
@@ -53,5 +76,11 @@ echo "GPU tests skipped: $skips, as expected (no CUDA device here)"
 
 ./scripts/test-web.sh
 ./scripts/test-server.sh
-# Edge boards: the static arm64 binary checked on real models under qemu.
+# Edge boards: the static arm64 binary (built beside the suites above) checked under qemu.
+if ! wait "$edge_build"; then
+    cat "$edge_log"
+    echo "error: the arm64 edge build failed" >&2
+    exit 1
+fi
+cat "$edge_log"
 ./scripts/test-edge.sh

@@ -8,6 +8,9 @@ reference.json holding, per output, onnxruntime's deviation from the float model
 uses the stored inputs. A variant the quantizer refuses is recorded with its error in
 OUT/manifest.json (and the test lists it), not dropped.
 
+OUT/microsoft_ops/ holds one small model per com.microsoft quantization operator (see
+derive_microsoft_ops), with onnxruntime's outputs.
+
 Usage: python derive.py SHARED_MODELS_DIR OUT_DIR
 Versions: tests/quantized/requirements.txt (pinned).
 """
@@ -137,6 +140,168 @@ def derive(src_dir, out_dir, variant, spec):
     json.dump({"variant": variant, "ops": ops, "outputs": reference}, open(os.path.join(out_dir, "reference.json"), "w"), indent=1)
 
 
+# ---- com.microsoft quantization operators, one small model each ----------------------------------
+# onnxruntime's quantizer (QOperator format) and its graph optimizer write these; each case is one
+# node with seeded random inputs, onnxruntime's output (its kernel, no graph rewrites) as reference.
+# DynamicQuantizeLSTM comes from quantize_dynamic on a float LSTM, whose output is kept too; plain
+# reverse-direction LSTM/GRU/RNN layers are checked here as well (onnx<Op>_reverse).
+MS = "com.microsoft"
+
+
+def ms_cases(rng):
+    from onnx import TensorProto, helper
+    u8, s8 = np.uint8, np.int8
+    q = lambda shape, dt: rng.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, size=shape, dtype=dt)
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    const = lambda name, value: numpy_helper.from_array(np.asarray(value), name)
+    scalar = lambda v: np.float32(v)
+    cases = {}
+
+    def case(name, node, inputs, consts, outputs, opset=13):
+        """inputs: {name: array} fed at run time; consts: {name: array} initializers;
+        outputs: [(name, onnx elem type)]."""
+        graph = helper.make_graph(
+            [node], name,
+            [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for n, v in inputs.items()],
+            [helper.make_tensor_value_info(n, t, None) for n, t in outputs],
+            [const(n, v) for n, v in consts.items()])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(MS, 1)])
+        cases[name] = (model, inputs)
+
+    def unary(name, op, dt, shape, zp_x, zp_y, **attrs):
+        case(name, helper.make_node(op, ["x", "xs", "xz", "ys", "yz"], ["y"], domain=MS, **attrs),
+             # Scales whose ratio is not a short fraction: with 0.05 / 0.02 half the outputs would
+             # sit exactly on rounding ties (tract rounds x * (1/scale), onnxruntime x / scale).
+             {"x": q(shape, dt)}, {"xs": scalar(0.05), "xz": dt(zp_x), "ys": scalar(0.021), "yz": dt(zp_y)},
+             [("y", helper.np_dtype_to_tensor_dtype(np.dtype(dt)))])
+
+    for op, dt in [("QLinearAdd", u8), ("QLinearAdd", s8), ("QLinearMul", u8), ("QLinearMul", s8)]:
+        t = helper.np_dtype_to_tensor_dtype(np.dtype(dt))
+        zp = (128, 120, 131) if dt == u8 else (-3, 5, 0)
+        case(f"{op}_{np.dtype(dt).name}", helper.make_node(op, ["a", "as", "az", "b", "bs", "bz", "cs", "cz"], ["c"], domain=MS),
+             {"a": q((2, 3, 4, 5), dt), "b": q((1, 3, 1, 5), dt)},
+             {"as": scalar(0.031), "az": dt(zp[0]), "bs": scalar(0.017), "bz": dt(zp[1]),
+              "cs": scalar(0.07 if op == "QLinearAdd" else 0.9), "cz": dt(zp[2])}, [("c", t)])
+    unary("QLinearSigmoid_uint8", "QLinearSigmoid", u8, (3, 50), 128, 0)
+    unary("QLinearSigmoid_int8", "QLinearSigmoid", s8, (3, 50), 4, -128)
+    unary("QLinearLeakyRelu_uint8", "QLinearLeakyRelu", u8, (3, 50), 100, 60, alpha=0.1)
+    unary("QLinearLeakyRelu_int8", "QLinearLeakyRelu", s8, (3, 50), -10, -30, alpha=0.2)
+    for dt, zp_y in [(u8, 0), (s8, -128)]:
+        t = helper.np_dtype_to_tensor_dtype(np.dtype(dt))
+        for node_opset, axis in [(13, -1), (13, 1), (11, 1)]:
+            case(f"QLinearSoftmax_opset{node_opset}_axis{axis}_{np.dtype(dt).name}",
+                 helper.make_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"], domain=MS, opset=node_opset, axis=axis),
+                 {"x": q((2, 3, 10), dt)}, {"xs": scalar(0.08), "xz": dt(0 if dt == s8 else 128), "ys": scalar(1 / 256), "yz": dt(zp_y)},
+                 [("y", t)])
+    case("QLinearConcat_uint8", helper.make_node("QLinearConcat", ["ys", "yz", "a", "as", "az", "b", "bs", "bz", "c", "cs", "cz"], ["y"], domain=MS, axis=1),
+         {"a": q((2, 3, 4), u8), "b": q((2, 1, 4), u8), "c": q((2, 2, 4), u8)},
+         {"ys": scalar(0.05), "yz": u8(128), "as": scalar(0.03), "az": u8(120), "bs": scalar(0.05), "bz": u8(128), "cs": scalar(0.08), "cz": u8(140)},
+         [("y", TensorProto.UINT8)])
+    for dt in (u8, s8):
+        t = helper.np_dtype_to_tensor_dtype(np.dtype(dt))
+        zx, zy = (128, 100) if dt == u8 else (-5, 7)
+        case(f"QLinearGlobalAveragePool_{np.dtype(dt).name}", helper.make_node("QLinearGlobalAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"], domain=MS),
+             {"x": q((1, 8, 7, 7), dt)}, {"xs": scalar(0.04), "xz": dt(zx), "ys": scalar(0.01), "yz": dt(zy)}, [("y", t)])
+        case(f"QLinearAveragePool_{np.dtype(dt).name}", helper.make_node("QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"], domain=MS,
+                                                                         kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=0),
+             {"x": q((1, 4, 9, 9), dt)}, {"xs": scalar(0.04), "xz": dt(zx), "ys": scalar(0.03), "yz": dt(zy)}, [("y", t)])
+    case("QLinearAveragePool_ceil_include_pad_uint8", helper.make_node("QLinearAveragePool", ["x", "xs", "xz", "ys", "yz"], ["y"], domain=MS,
+                                                                       kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 1, 1], ceil_mode=1, count_include_pad=1),
+         {"x": q((1, 3, 6, 7), u8)}, {"xs": scalar(0.04), "xz": u8(128), "ys": scalar(0.03), "yz": u8(128)}, [("y", TensorProto.UINT8)])
+    # QGemm: quantized output with an int32 bias; float output with per-column B, transB, alpha.
+    case("QGemm_u8s8_bias_quantized", helper.make_node("QGemm", ["a", "as", "az", "b", "bs", "bz", "c", "ys", "yz"], ["y"], domain=MS),
+         {"a": q((4, 16), u8)},
+         {"as": scalar(0.02), "az": u8(128), "b": q((16, 8), s8), "bs": scalar(0.01), "bz": s8(0),
+          "c": rng.integers(-5000, 5000, size=(8,), dtype=np.int32), "ys": scalar(0.15), "yz": u8(128)},
+         [("y", TensorProto.UINT8)])
+    case("QGemm_u8s8_per_column_transB_alpha_float", helper.make_node("QGemm", ["a", "as", "az", "b", "bs", "bz", "c"], ["y"], domain=MS, transB=1, alpha=0.5),
+         {"a": q((4, 16), u8)},
+         {"as": scalar(0.02), "az": u8(100), "b": q((8, 16), s8), "bs": (rng.random(8) * 0.02 + 0.005).astype(np.float32),
+          "bz": np.zeros(8, s8), "c": rng.integers(-5000, 5000, size=(4, 8), dtype=np.int32)},
+         [("y", TensorProto.FLOAT)])
+    case("QGemm_u8u8_transA_float", helper.make_node("QGemm", ["a", "as", "az", "b", "bs", "bz"], ["y"], domain=MS, transA=1),
+         {"a": q((16, 4), u8)},
+         {"as": scalar(0.02), "az": u8(100), "b": q((16, 8), u8), "bs": scalar(0.01), "bz": u8(130)},
+         [("y", TensorProto.FLOAT)])
+    case("MatMulIntegerToFloat_u8s8_per_column_bias", helper.make_node("MatMulIntegerToFloat", ["a", "b", "as", "bs", "az", "bz", "bias"], ["y"], domain=MS),
+         {"a": q((2, 3, 16), u8)},
+         {"b": q((16, 8), s8), "as": scalar(0.03), "bs": (rng.random(8) * 0.02 + 0.005).astype(np.float32), "az": u8(128),
+          "bz": np.zeros(8, s8), "bias": f(8)},
+         [("y", TensorProto.FLOAT)])
+    case("MatMulIntegerToFloat_u8u8", helper.make_node("MatMulIntegerToFloat", ["a", "b", "as", "bs", "az", "bz"], ["y"], domain=MS),
+         {"a": q((3, 16), u8)},
+         {"b": q((16, 8), u8), "as": scalar(0.03), "bs": scalar(0.01), "az": u8(120), "bz": u8(128)},
+         [("y", TensorProto.FLOAT)])
+    case("DynamicQuantizeMatMul_s8_per_column_bias", helper.make_node("DynamicQuantizeMatMul", ["a", "b", "bs", "bz", "bias"], ["y"], domain=MS),
+         {"a": f(2, 5, 16)},
+         {"b": q((16, 8), s8), "bs": (rng.random(8) * 0.02 + 0.005).astype(np.float32), "bz": np.zeros(8, s8), "bias": f(8)},
+         [("y", TensorProto.FLOAT)])
+    case("DynamicQuantizeMatMul_u8", helper.make_node("DynamicQuantizeMatMul", ["a", "b", "bs", "bz"], ["y"], domain=MS),
+         {"a": f(4, 16)}, {"b": q((16, 8), u8), "bs": scalar(0.01), "bz": u8(128)}, [("y", TensorProto.FLOAT)])
+    return cases
+
+
+def float_rnn(rng, op, direction, batch, outputs):
+    from onnx import TensorProto, helper
+    d = 2 if direction == "bidirectional" else 1
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    inp, hidden, seq = 8, 6, 5
+    w = lambda *s: (rng.standard_normal(s) * 0.4).astype(np.float32)
+    node = helper.make_node(op, ["x", "W", "R", "B"], list(outputs), hidden_size=hidden, direction=direction)
+    graph = helper.make_graph([node], op.lower(), [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, batch, inp])],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+                              [numpy_helper.from_array(w(d, gates * hidden, inp), "W"), numpy_helper.from_array(w(d, gates * hidden, hidden), "R"),
+                               numpy_helper.from_array(w(d, 2 * gates * hidden), "B")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), {"x": rng.standard_normal((seq, batch, inp)).astype(np.float32)}
+
+
+def write_case(out_dir, model, feeds, float_outputs=None):
+    os.makedirs(os.path.join(out_dir, "test_data_set_0"), exist_ok=True)
+    path = os.path.join(out_dir, "model.onnx")
+    onnx.save(model, path)
+    ran = session(path, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    outputs = ran.run(None, feeds)
+    for i, (name, value) in enumerate(feeds.items()):
+        open(os.path.join(out_dir, "test_data_set_0", f"input_{i}.pb"), "wb").write(numpy_helper.from_array(value, name).SerializeToString())
+    for i, (value, meta) in enumerate(zip(outputs, ran.get_outputs())):
+        open(os.path.join(out_dir, "test_data_set_0", f"output_{i}.pb"), "wb").write(numpy_helper.from_array(value, meta.name).SerializeToString())
+    for i, value in enumerate(float_outputs or []):
+        open(os.path.join(out_dir, "test_data_set_0", f"float_output_{i}.pb"), "wb").write(numpy_helper.from_array(value, ran.get_outputs()[i].name).SerializeToString())
+    ops = sorted({(n.domain or "ai.onnx") + ":" + n.op_type for n in onnx.load(path).graph.node})
+    json.dump({"ops": ops}, open(os.path.join(out_dir, "reference.json"), "w"), indent=1)
+
+
+def derive_microsoft_ops(out):
+    rng = np.random.default_rng(20261126)
+    names = []
+    for name, (model, feeds) in ms_cases(rng).items():
+        write_case(os.path.join(out, name), model, feeds)
+        names.append(name)
+    # A single-direction layer with batch > 1 whose Y_c is read is refused by tract (a Scan shape
+    # clash): the forward case reads Y and Y_h only, the reverse one has batch 1.
+    for direction, batch, outputs in [("forward", 2, ("y", "y_h")), ("reverse", 1, ("y", "y_h", "y_c")),
+                                      ("bidirectional", 2, ("y", "y_h", "y_c"))]:
+        model, feeds = float_rnn(rng, "LSTM", direction, batch, outputs)
+        float_path = os.path.join(out, "float_lstm.onnx")
+        onnx.save(model, float_path)
+        float_outputs = session(float_path).run(None, feeds)
+        name = f"DynamicQuantizeLSTM_{direction}"
+        quantize_dynamic(float_path, os.path.join(out, "lstm_q.onnx"), weight_type=QuantType.QInt8)
+        quantized = onnx.load(os.path.join(out, "lstm_q.onnx"))
+        assert any(n.op_type == "DynamicQuantizeLSTM" for n in quantized.graph.node), "no DynamicQuantizeLSTM written"
+        write_case(os.path.join(out, name), quantized, feeds, float_outputs)
+        os.remove(float_path)
+        os.remove(os.path.join(out, "lstm_q.onnx"))
+        names.append(name)
+    # Plain ONNX recurrent layers run in reverse (tract ignores `direction`; the core rewrites it).
+    for op in ("LSTM", "GRU", "RNN"):
+        model, feeds = float_rnn(rng, op, "reverse", 2, ("y", "y_h"))
+        name = f"onnx{op}_reverse"
+        write_case(os.path.join(out, name), model, feeds)
+        names.append(name)
+    json.dump({"onnxruntime": ort.__version__, "cases": sorted(names)}, open(os.path.join(out, "manifest.json"), "w"), indent=1)
+
+
 def main():
     shared, out = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     # quant_pre_process and the calibrator write scratch files into the working directory.
@@ -154,6 +319,7 @@ def main():
                 traceback.print_exc()
             print(case, manifest["cases"][case], flush=True)
     json.dump(manifest, open(os.path.join(out, "manifest.json"), "w"), indent=1)
+    derive_microsoft_ops(os.path.join(out, "microsoft_ops"))
     os.chdir(out)
     shutil.rmtree(os.path.join(out, "scratch"))
 

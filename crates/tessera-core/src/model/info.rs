@@ -249,8 +249,10 @@ impl ModelInfo {
         walk_nodes(graph, &mut |node| {
             *op_histogram.entry(op_key(node)).or_insert(0) += 1
         });
+        // onnxruntime's com.microsoft quantization ops count too.
         let quantized = QUANTIZED_OPS
             .iter()
+            .chain(crate::ops::microsoft_quant::OPERATORS)
             .any(|op| op_histogram.contains_key(*op));
         let producer = format!("{} {}", proto.producer_name, proto.producer_version)
             .trim()

@@ -59,11 +59,11 @@ impl Model {
     pub fn inspect(path: impl AsRef<Path>) -> Result<(ModelInfo, Vec<UnsupportedOp>)> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        let proto = decode(&bytes)?;
+        let mut proto = decode(&bytes)?;
         let info = ModelInfo::from_proto(&proto)?;
         let onnx = crate::ops::onnx();
-        let unsupported = match &proto.graph {
-            Some(graph) => unsupported_ops(graph, &|key| onnx.op_register.0.contains_key(key)),
+        let unsupported = match proto.graph.as_mut() {
+            Some(graph) => supported_after_rewrites(graph, info.opset, &onnx),
             None => vec![],
         };
         Ok((info, unsupported))
@@ -71,15 +71,18 @@ impl Model {
 
     fn from_proto_in_dir(mut proto: pb::ModelProto, dir: Option<&Path>) -> Result<Model> {
         let info = ModelInfo::from_proto(&proto)?;
-        if let Some(graph) = proto.graph.as_mut() {
-            forget_symbolic_annotations(graph, true);
-        }
+        let onnx = crate::ops::onnx();
+        let unsupported = match proto.graph.as_mut() {
+            Some(graph) => {
+                forget_symbolic_annotations(graph, true);
+                supported_after_rewrites(graph, info.opset, &onnx)
+            }
+            None => vec![],
+        };
         let proto_graph = proto
             .graph
             .as_ref()
             .ok_or_else(|| Error::InvalidModel("the model has no graph".into()))?;
-        let onnx = crate::ops::onnx();
-        let unsupported = unsupported_ops(proto_graph, &|key| onnx.op_register.0.contains_key(key));
         if !unsupported.is_empty() {
             return Err(Error::UnsupportedOps {
                 backend: None,
@@ -172,6 +175,24 @@ fn decode(bytes: &[u8]) -> Result<pb::ModelProto> {
         return Err(Error::InvalidModel("the protobuf holds no graph".into()));
     }
     Ok(proto)
+}
+
+/// Rewrites what the core lowers to standard ops before parsing (onnxruntime's `com.microsoft`
+/// quantization ops, reverse-direction recurrent layers), then lists what tract still cannot parse: the ops a rewrite
+/// refused, with its reason, and every op type with no parser.
+fn supported_after_rewrites(
+    graph: &mut pb::GraphProto,
+    opset: i64,
+    onnx: &tract_onnx::Onnx,
+) -> Vec<UnsupportedOp> {
+    let mut unsupported = crate::ops::microsoft_quant::lower(graph, opset);
+    unsupported.extend(crate::ops::rnn_reverse::lower(graph, opset));
+    for op in unsupported_ops(graph, &|key| onnx.op_register.0.contains_key(key)) {
+        if !unsupported.iter().any(|u| u.op_type == op.op_type) {
+            unsupported.push(op);
+        }
+    }
+    unsupported
 }
 
 /// Every op type of a graph (subgraphs included) that `is_supported` rejects, with a count.

@@ -1,6 +1,8 @@
 //! Tessera's ONNX op registry: tract-onnx's operators plus the ones the core adds or replaces.
 //! One file per op (or small family); each module doc links the ONNX spec and states what it
-//! supports.
+//! supports. onnxruntime's `com.microsoft` quantization ops are rewritten into standard ops before
+//! parsing ([`microsoft_quant`]), and reverse-direction recurrent layers into forward ones
+//! ([`rnn_reverse`]).
 
 mod affine_grid;
 mod center_crop_pad;
@@ -9,7 +11,9 @@ mod det;
 mod if_known;
 mod loss;
 mod lp_pool;
+pub mod microsoft_quant;
 mod reverse_sequence;
+pub(crate) mod rnn_reverse;
 mod upsample;
 
 use tract_onnx::Onnx;
