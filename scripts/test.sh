@@ -39,7 +39,8 @@ rustup target list --installed | grep -qx aarch64-unknown-linux-musl \
 edge_log="$(mktemp -t tessera-edge-build.XXXXXX)"
 setsid scripts/test-edge.sh --build-only > "$edge_log" 2>&1 &
 edge_build=$!
-trap 'rc=$?; kill -- -"$edge_build" 2>/dev/null; (exit "$rc"); tessera_print_steps' EXIT
+# An EXIT trap runs under errexit: nothing in it may fail before the table is printed.
+trap 'rc=$?; kill -- -"$edge_build" 2>/dev/null || true; tessera_print_steps "$rc"' EXIT
 
 step "cuda kernels compiled by NVRTC" 600 scripts/check-cuda-kernels.sh
 

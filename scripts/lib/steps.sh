@@ -27,8 +27,9 @@ step() {
     return "$rc"
 }
 
+# Prints the table; returns the script's exit status (given, or the last command's).
 tessera_print_steps() {
-    local rc=$?
+    local rc=${1:-$?}
     [ -s "$TESSERA_STEP_LOG" ] || return "$rc"
     echo
     echo "steps (wall time on $(nproc) cores; limit; result):"
