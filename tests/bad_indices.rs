@@ -33,12 +33,7 @@ fn run(
         .backend(backend)
         .load(dir.join("model.onnx"))
         .unwrap();
-    let names: Vec<String> = session
-        .info()
-        .inputs
-        .iter()
-        .map(|i| i.name.clone())
-        .collect();
+    let names: Vec<String> = session.info().input_names();
     let inputs = names
         .iter()
         .enumerate()

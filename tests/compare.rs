@@ -14,12 +14,7 @@ fn the_first_altered_step_is_named() {
         .backend(Backend::Wgpu)
         .load(dir.join("model.onnx"))
         .unwrap();
-    let names: Vec<String> = session
-        .info()
-        .inputs
-        .iter()
-        .map(|i| i.name.clone())
-        .collect();
+    let names: Vec<String> = session.info().input_names();
     let inputs = read_numbered(&dir.join("test_data_set_0"), "input", &names).unwrap();
     let mut trace = session
         .trace(inputs)

@@ -184,18 +184,8 @@ pub fn read_numbered(dir: &Path, prefix: &str, names: &[String]) -> Result<Vec<(
 /// Runs one data set and compares each output with its reference (by position).
 pub fn check_data_set(session: &Session, dir: &Path, tol: Tolerance) -> DataSetCheck {
     let run = || -> Result<Vec<OutputCheck>> {
-        let input_names: Vec<String> = session
-            .info()
-            .inputs
-            .iter()
-            .map(|i| i.name.clone())
-            .collect();
-        let output_names: Vec<String> = session
-            .info()
-            .outputs
-            .iter()
-            .map(|o| o.name.clone())
-            .collect();
+        let input_names: Vec<String> = session.info().input_names();
+        let output_names: Vec<String> = session.info().output_names();
         let inputs = read_numbered(dir, "input", &input_names)?;
         let expected = read_numbered(dir, "output", &output_names)?;
         let actual = session.run(inputs)?;

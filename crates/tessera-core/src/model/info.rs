@@ -267,6 +267,16 @@ impl ModelInfo {
         })
     }
 
+    /// The names of the inputs a caller feeds, in order.
+    pub fn input_names(&self) -> Vec<String> {
+        self.inputs.iter().map(|i| i.name.clone()).collect()
+    }
+
+    /// The names of the outputs, in order.
+    pub fn output_names(&self) -> Vec<String> {
+        self.outputs.iter().map(|o| o.name.clone()).collect()
+    }
+
     /// Index of the input with this name.
     pub fn input_index(&self, name: &str) -> Option<usize> {
         self.inputs.iter().position(|i| i.name == name)

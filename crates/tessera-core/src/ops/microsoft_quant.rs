@@ -30,8 +30,12 @@
 //! onnxruntime's in-memory layout transformer writes) and scales that are not constants where a
 //! `DequantizeLinear` needs one.
 
+use super::graph_rewrite::{
+    Initializers, NodeBuilder, attribute, float, float_attribute, input, int, int_attribute, ints,
+    required, rewrite_graph,
+};
 use crate::error::UnsupportedOp;
-use tract_onnx::pb::{self, AttributeProto, GraphProto, NodeProto, TensorProto};
+use tract_onnx::pb::{GraphProto, NodeProto};
 
 const DOMAIN: &str = "com.microsoft";
 
@@ -55,161 +59,31 @@ pub const OPERATORS: &[&str] = &[
 /// standard operators. `opset` is the model's default-domain opset, which decides the meaning of
 /// `Softmax`. Nodes that cannot be rewritten stay in place and are returned with the reason.
 pub fn lower(graph: &mut GraphProto, opset: i64) -> Vec<UnsupportedOp> {
-    let mut refused: Vec<UnsupportedOp> = vec![];
-    lower_graph(graph, opset, &mut refused);
-    refused
-}
-
-fn lower_graph(graph: &mut GraphProto, opset: i64, refused: &mut Vec<UnsupportedOp>) {
-    let initializer_dims: Vec<(String, Vec<i64>)> = graph
-        .initializer
-        .iter()
-        .map(|t| (t.name.clone(), t.dims.clone()))
-        .collect();
-    let nodes = std::mem::take(&mut graph.node);
-    for mut node in nodes {
-        for attribute in &mut node.attribute {
-            for sub in attribute.g.iter_mut().chain(attribute.graphs.iter_mut()) {
-                lower_graph(sub, opset, refused);
-            }
-        }
-        if node.domain != DOMAIN || !OPERATORS.contains(&node.op_type.as_str()) {
-            graph.node.push(node);
-            continue;
-        }
-        let mut out = Rewrite::new(&node, &initializer_dims);
-        match out.rewrite(&node, opset) {
-            Ok(()) => graph.node.extend(out.nodes),
-            Err(reason) => {
-                match refused.iter_mut().find(|r| r.op_type == node.op_type) {
-                    Some(r) => r.count += 1,
-                    None => refused.push(UnsupportedOp {
-                        op_type: node.op_type.clone(),
-                        first_node: node.name.clone(),
-                        count: 1,
-                        reason: Some(reason),
-                    }),
-                }
-                graph.node.push(node);
-            }
-        }
-    }
-}
-
-/// The standard nodes that replace one `com.microsoft` node.
-struct Rewrite<'a> {
-    prefix: String,
-    nodes: Vec<NodeProto>,
-    initializer_dims: &'a [(String, Vec<i64>)],
-}
-
-/// The `i`th input of a node, `None` when absent or left empty (an omitted optional input).
-fn input(node: &NodeProto, i: usize) -> Option<&str> {
-    node.input
-        .get(i)
-        .map(String::as_str)
-        .filter(|s| !s.is_empty())
-}
-
-fn required<'n>(node: &'n NodeProto, i: usize, what: &str) -> Result<&'n str, String> {
-    input(node, i).ok_or_else(|| format!("input {i} ({what}) is required"))
-}
-
-fn attribute<'n>(node: &'n NodeProto, name: &str) -> Option<&'n AttributeProto> {
-    node.attribute.iter().find(|a| a.name == name)
-}
-
-fn int_attribute(node: &NodeProto, name: &str, default: i64) -> i64 {
-    attribute(node, name).map(|a| a.i).unwrap_or(default)
-}
-
-fn float_attribute(node: &NodeProto, name: &str, default: f32) -> f32 {
-    attribute(node, name).map(|a| a.f).unwrap_or(default)
-}
-
-fn int(name: &str, value: i64) -> AttributeProto {
-    AttributeProto {
-        name: name.into(),
-        r#type: pb::attribute_proto::AttributeType::Int as i32,
-        i: value,
-        ..Default::default()
-    }
-}
-
-fn float(name: &str, value: f32) -> AttributeProto {
-    AttributeProto {
-        name: name.into(),
-        r#type: pb::attribute_proto::AttributeType::Float as i32,
-        f: value,
-        ..Default::default()
-    }
-}
-
-fn ints(name: &str, values: &[i64]) -> AttributeProto {
-    AttributeProto {
-        name: name.into(),
-        r#type: pb::attribute_proto::AttributeType::Ints as i32,
-        ints: values.to_vec(),
-        ..Default::default()
-    }
+    rewrite_graph(graph, &mut |node, initializers| {
+        (node.domain == DOMAIN && OPERATORS.contains(&node.op_type.as_str())).then(|| {
+            let mut b = NodeBuilder::new(node);
+            rewrite(&mut b, node, opset, initializers).map(|()| b.nodes)
+        })
+    })
 }
 
 /// ONNX `TensorProto.DataType.FLOAT`.
 const FLOAT: i64 = 1;
 
-impl<'a> Rewrite<'a> {
-    fn new(node: &NodeProto, initializer_dims: &'a [(String, Vec<i64>)]) -> Rewrite<'a> {
-        let base = if node.name.is_empty() {
-            node.output.first().cloned().unwrap_or_default()
-        } else {
-            node.name.clone()
-        };
-        Rewrite {
-            prefix: format!("{base}/tessera"),
-            nodes: vec![],
-            initializer_dims,
-        }
-    }
-
-    /// Adds a node with fresh output names; returns them.
-    fn add(
+/// The dequantize and quantize steps of the rewrites.
+trait QuantizeSteps {
+    fn dequantize(
         &mut self,
-        op: &str,
-        inputs: &[&str],
-        attributes: Vec<AttributeProto>,
-        outputs: usize,
-    ) -> Vec<String> {
-        let index = self.nodes.len();
-        let names: Vec<String> = (0..outputs)
-            .map(|o| format!("{}/{index}_{op}:{o}", self.prefix))
-            .collect();
-        self.add_to(op, inputs, attributes, &names);
-        names
-    }
+        x: &str,
+        scale: &str,
+        zero_point: Option<&str>,
+        axis: Option<i64>,
+    ) -> String;
+    fn dequantize_computed(&mut self, x: &str, scale: &str, zero_point: Option<&str>) -> String;
+    fn quantize_into(&mut self, value: &str, scale: &str, zero_point: Option<&str>, output: &str);
+}
 
-    /// Adds a node writing the given outputs (the replaced node's own, for the last one).
-    fn add_to(
-        &mut self,
-        op: &str,
-        inputs: &[&str],
-        attributes: Vec<AttributeProto>,
-        outputs: &[String],
-    ) {
-        let index = self.nodes.len();
-        self.nodes.push(NodeProto {
-            name: format!("{}/{index}_{op}", self.prefix),
-            op_type: op.into(),
-            input: inputs.iter().map(|s| s.to_string()).collect(),
-            output: outputs.to_vec(),
-            attribute: attributes,
-            ..Default::default()
-        });
-    }
-
-    fn one(&mut self, op: &str, inputs: &[&str], attributes: Vec<AttributeProto>) -> String {
-        self.add(op, inputs, attributes, 1).remove(0)
-    }
-
+impl QuantizeSteps for NodeBuilder {
     /// `DequantizeLinear(x, scale, zero_point)`: scale and zero point must be constants.
     fn dequantize(
         &mut self,
@@ -241,128 +115,100 @@ impl<'a> Rewrite<'a> {
         inputs.extend(zero_point);
         self.add_to("QuantizeLinear", &inputs, vec![], &[output.to_string()]);
     }
+}
 
-    fn constant_i64(&mut self, values: &[i64]) -> String {
-        let tensor = TensorProto {
-            dims: vec![values.len() as i64],
-            data_type: 7, // INT64
-            int64_data: values.to_vec(),
-            ..Default::default()
-        };
-        let value = AttributeProto {
-            name: "value".into(),
-            r#type: pb::attribute_proto::AttributeType::Tensor as i32,
-            t: Some(tensor),
-            ..Default::default()
-        };
-        self.one("Constant", &[], vec![value])
-    }
-
-    fn initializer_dims(&self, name: &str) -> Option<&[i64]> {
-        self.initializer_dims
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, d)| d.as_slice())
-    }
-
-    fn rewrite(&mut self, node: &NodeProto, opset: i64) -> Result<(), String> {
-        let output = node
-            .output
-            .first()
-            .filter(|o| !o.is_empty())
-            .cloned()
-            .ok_or("the node has no output")?;
-        match node.op_type.as_str() {
-            "QLinearAdd" | "QLinearMul" => {
-                let a = required(node, 0, "A")?;
-                let a_scale = required(node, 1, "A_scale")?;
-                let b = required(node, 3, "B")?;
-                let b_scale = required(node, 4, "B_scale")?;
-                let c_scale = required(node, 6, "C_scale")?;
-                let a = self.dequantize(a, a_scale, input(node, 2), None);
-                let b = self.dequantize(b, b_scale, input(node, 5), None);
-                let op = if node.op_type == "QLinearAdd" {
-                    "Add"
-                } else {
-                    "Mul"
-                };
-                let c = self.one(op, &[&a, &b], vec![]);
-                self.quantize_into(&c, c_scale, input(node, 7), &output);
-            }
-            "QLinearSigmoid" | "QLinearLeakyRelu" => {
-                let x = required(node, 0, "X")?;
-                let x_scale = required(node, 1, "X_scale")?;
-                let y_scale = required(node, 3, "Y_scale")?;
-                let x = self.dequantize(x, x_scale, input(node, 2), None);
-                let y = if node.op_type == "QLinearSigmoid" {
-                    self.one("Sigmoid", &[&x], vec![])
-                } else {
-                    let alpha = float_attribute(node, "alpha", 0.01);
-                    self.one("LeakyRelu", &[&x], vec![float("alpha", alpha)])
-                };
-                self.quantize_into(&y, y_scale, input(node, 4), &output);
-            }
-            "QLinearSoftmax" => {
-                let x = required(node, 0, "X")?;
-                let x_scale = required(node, 1, "X_scale")?;
-                let y_scale = required(node, 3, "y_scale")?;
-                let y_zero_point = required(node, 4, "y_zero_point")?;
-                let node_opset = attribute(node, "opset")
-                    .map(|a| a.i)
-                    .ok_or("the opset attribute is required")?;
-                let axis = int_attribute(node, "axis", if node_opset < 13 { 1 } else { -1 });
-                let x = self.dequantize(x, x_scale, input(node, 2), None);
-                let y = if node_opset < 13 {
+/// Writes the standard nodes for one `com.microsoft` node into `out`.
+fn rewrite(
+    out: &mut NodeBuilder,
+    node: &NodeProto,
+    opset: i64,
+    initializers: &Initializers,
+) -> Result<(), String> {
+    let output = node
+        .output
+        .first()
+        .filter(|o| !o.is_empty())
+        .cloned()
+        .ok_or("the node has no output")?;
+    match node.op_type.as_str() {
+        "QLinearAdd" | "QLinearMul" => {
+            let a = required(node, 0, "A")?;
+            let a_scale = required(node, 1, "A_scale")?;
+            let b = required(node, 3, "B")?;
+            let b_scale = required(node, 4, "B_scale")?;
+            let c_scale = required(node, 6, "C_scale")?;
+            let a = out.dequantize(a, a_scale, input(node, 2), None);
+            let b = out.dequantize(b, b_scale, input(node, 5), None);
+            let op = if node.op_type == "QLinearAdd" {
+                "Add"
+            } else {
+                "Mul"
+            };
+            let c = out.one(op, &[&a, &b], vec![]);
+            out.quantize_into(&c, c_scale, input(node, 7), &output);
+        }
+        "QLinearSigmoid" => quantized_unary(out, node, &output, |out, x| {
+            Ok(out.one("Sigmoid", &[x], vec![]))
+        })?,
+        "QLinearLeakyRelu" => quantized_unary(out, node, &output, |out, x| {
+            let alpha = float_attribute(node, "alpha", 0.01);
+            Ok(out.one("LeakyRelu", &[x], vec![float("alpha", alpha)]))
+        })?,
+        "QLinearSoftmax" => {
+            required(node, 4, "y_zero_point")?;
+            let node_opset = attribute(node, "opset")
+                .map(|a| a.i)
+                .ok_or("the opset attribute is required")?;
+            let axis = int_attribute(node, "axis", if node_opset < 13 { 1 } else { -1 });
+            quantized_unary(out, node, &output, |out, x| {
+                if node_opset < 13 {
                     // Softmax-1/11: the tensor flattened to 2-D at `axis`, normalised per row.
-                    let shape = self.one("Shape", &[&x], vec![]);
-                    let flat = self.one("Flatten", &[&x], vec![int("axis", axis)]);
-                    let y = self.one("Softmax", &[&flat], vec![int("axis", 1)]);
-                    self.one("Reshape", &[&y, &shape], vec![])
+                    let shape = out.one("Shape", &[x], vec![]);
+                    let flat = out.one("Flatten", &[x], vec![int("axis", axis)]);
+                    let y = out.one("Softmax", &[&flat], vec![int("axis", 1)]);
+                    Ok(out.one("Reshape", &[&y, &shape], vec![]))
                 } else if opset >= 13 || axis == -1 {
                     // The last axis means the same under both definitions.
-                    self.one("Softmax", &[&x], vec![int("axis", axis)])
+                    Ok(out.one("Softmax", &[x], vec![int("axis", axis)]))
                 } else {
-                    return Err(format!(
-                        "a softmax over axis {axis} alone needs the model's opset to be 13 or \
-                         more (it is {opset})"
-                    ));
-                };
-                self.quantize_into(&y, y_scale, Some(y_zero_point), &output);
-            }
-            "QLinearConcat" => {
-                let y_scale = required(node, 0, "Y_scale")?;
-                let y_zero_point = required(node, 1, "Y_zero_point")?;
-                let axis = attribute(node, "axis")
-                    .map(|a| a.i)
-                    .ok_or("the axis attribute is required")?;
-                let triples = node.input.len().saturating_sub(2);
-                if triples == 0 || triples % 3 != 0 {
-                    return Err(format!(
-                        "expected (X, X_scale, X_zero_point) triples after Y_scale and \
+                    Err(format!(
+                        "a softmax over axis {axis} alone needs the model's opset to be 13 \
+                             or more (it is {opset})"
+                    ))
+                }
+            })?;
+        }
+        "QLinearConcat" => {
+            let y_scale = required(node, 0, "Y_scale")?;
+            let y_zero_point = required(node, 1, "Y_zero_point")?;
+            let axis = attribute(node, "axis")
+                .map(|a| a.i)
+                .ok_or("the axis attribute is required")?;
+            let triples = node.input.len().saturating_sub(2);
+            if triples == 0 || triples % 3 != 0 {
+                return Err(format!(
+                    "expected (X, X_scale, X_zero_point) triples after Y_scale and \
                          Y_zero_point, got {triples} more inputs"
-                    ));
-                }
-                let mut parts = vec![];
-                for t in 0..triples / 3 {
-                    let i = 2 + 3 * t;
-                    let x = required(node, i, "X")?;
-                    let x_scale = required(node, i + 1, "X_scale")?;
-                    parts.push(self.dequantize(x, x_scale, input(node, i + 2), None));
-                }
-                let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
-                let y = self.one("Concat", &parts, vec![int("axis", axis)]);
-                self.quantize_into(&y, y_scale, Some(y_zero_point), &output);
+                ));
             }
-            "QLinearGlobalAveragePool" | "QLinearAveragePool" => {
-                if int_attribute(node, "channels_last", 0) != 0 {
-                    return Err("channels_last = 1 (NHWC) is not supported".into());
-                }
-                let x = required(node, 0, "X")?;
-                let x_scale = required(node, 1, "x_scale")?;
-                let y_scale = required(node, 3, "y_scale")?;
-                let x = self.dequantize(x, x_scale, input(node, 2), None);
-                let y = if node.op_type == "QLinearGlobalAveragePool" {
-                    self.one("GlobalAveragePool", &[&x], vec![])
+            let mut parts = vec![];
+            for t in 0..triples / 3 {
+                let i = 2 + 3 * t;
+                let x = required(node, i, "X")?;
+                let x_scale = required(node, i + 1, "X_scale")?;
+                parts.push(out.dequantize(x, x_scale, input(node, i + 2), None));
+            }
+            let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+            let y = out.one("Concat", &parts, vec![int("axis", axis)]);
+            out.quantize_into(&y, y_scale, Some(y_zero_point), &output);
+        }
+        "QLinearGlobalAveragePool" | "QLinearAveragePool" => {
+            if int_attribute(node, "channels_last", 0) != 0 {
+                return Err("channels_last = 1 (NHWC) is not supported".into());
+            }
+            quantized_unary(out, node, &output, |out, x| {
+                Ok(if node.op_type == "QLinearGlobalAveragePool" {
+                    out.one("GlobalAveragePool", &[x], vec![])
                 } else {
                     let attributes = node
                         .attribute
@@ -370,137 +216,157 @@ impl<'a> Rewrite<'a> {
                         .filter(|a| a.name != "channels_last")
                         .cloned()
                         .collect();
-                    self.one("AveragePool", &[&x], attributes)
-                };
-                self.quantize_into(&y, y_scale, input(node, 4), &output);
-            }
-            "QGemm" => {
-                let a = required(node, 0, "A")?;
-                let a_scale = required(node, 1, "a_scale")?;
-                let b = required(node, 3, "B")?;
-                let b_scale = required(node, 4, "b_scale")?;
-                let trans_a = int_attribute(node, "transA", 0);
-                let trans_b = int_attribute(node, "transB", 0);
-                let alpha = float_attribute(node, "alpha", 1.0);
-                let a = self.dequantize(a, a_scale, input(node, 2), None);
-                // A per-column b_scale runs along B's N axis: 1 as stored, 0 when transposed.
-                let b = self.dequantize(
-                    b,
-                    b_scale,
-                    input(node, 5),
-                    Some(if trans_b != 0 { 0 } else { 1 }),
-                );
-                let mut gemm_inputs = vec![a, b];
-                let mut attributes = vec![
-                    int("transA", trans_a),
-                    int("transB", trans_b),
-                    float("alpha", alpha),
-                ];
-                if let Some(c) = input(node, 6) {
-                    // The int32 bias is quantized with scale alpha·a_scale·b_scale and added
-                    // before the product's scaling: in float, beta = alpha.
-                    let scale = self.one("Mul", &[a_scale, b_scale], vec![]);
-                    let c = self.one("Cast", &[c], vec![int("to", FLOAT)]);
-                    gemm_inputs.push(self.one("Mul", &[&c, &scale], vec![]));
-                    attributes.push(float("beta", alpha));
-                }
-                let inputs: Vec<&str> = gemm_inputs.iter().map(String::as_str).collect();
-                match input(node, 7) {
-                    Some(y_scale) => {
-                        let y = self.one("Gemm", &inputs, attributes);
-                        self.quantize_into(&y, y_scale, input(node, 8), &output);
-                    }
-                    None => self.add_to("Gemm", &inputs, attributes, &[output]),
-                }
-            }
-            "MatMulIntegerToFloat" => {
-                let a = required(node, 0, "A")?;
-                let b = required(node, 1, "B")?;
-                let a_scale = required(node, 2, "a_scale")?;
-                let b_scale = required(node, 3, "b_scale")?;
-                let a = self.dequantize_computed(a, a_scale, input(node, 4));
-                let b = self.dequantize_computed(b, b_scale, input(node, 5));
-                self.matmul_bias_into(&a, &b, input(node, 6), &output);
-            }
-            "DynamicQuantizeMatMul" => {
-                let a = required(node, 0, "A")?;
-                let b = required(node, 1, "B")?;
-                let b_scale = required(node, 2, "b_scale")?;
-                let quantized = self.add("DynamicQuantizeLinear", &[a], vec![], 3);
-                let a = self.dequantize_computed(&quantized[0], &quantized[1], Some(&quantized[2]));
-                let b = self.dequantize_computed(b, b_scale, input(node, 3));
-                self.matmul_bias_into(&a, &b, input(node, 4), &output);
-            }
-            "DynamicQuantizeLSTM" => self.lstm(node)?,
-            other => return Err(format!("{other} is not rewritten")),
-        }
-        Ok(())
-    }
-
-    fn matmul_bias_into(&mut self, a: &str, b: &str, bias: Option<&str>, output: &str) {
-        match bias {
-            Some(bias) => {
-                let y = self.one("MatMul", &[a, b], vec![]);
-                self.add_to("Add", &[&y, bias], vec![], &[output.to_string()]);
-            }
-            None => self.add_to("MatMul", &[a, b], vec![], &[output.to_string()]),
-        }
-    }
-
-    /// `DynamicQuantizeLSTM`: W `[D, I, 4H]` and R `[D, H, 4H]` with scales and zero points of
-    /// shape `[D]` or `[D, 4H]` become ONNX `LSTM`'s float `[D, 4H, I]` and `[D, 4H, H]`.
-    fn lstm(&mut self, node: &NodeProto) -> Result<(), String> {
-        let x = required(node, 0, "X")?;
-        let mut weights = vec![];
-        for (what, index, scale, zero_point) in [("W", 1, 8, 9), ("R", 2, 10, 11)] {
-            let value = required(node, index, what)?;
-            let scale = required(node, scale, "scale")?;
-            let zero_point = required(node, zero_point, "zero point")?;
-            let dims = self.initializer_dims(scale).ok_or_else(|| {
-                format!(
-                    "the {what} scale '{scale}' must be an initializer (its shape decides its axis)"
-                )
+                    out.one("AveragePool", &[x], attributes)
+                })
             })?;
-            // Broadcast along [D, ·, 4H]: [D] → [D, 1, 1], [D, 4H] → [D, 1, 4H].
-            let shape = match *dims {
-                [d] => vec![d, 1, 1],
-                [d, n] => vec![d, 1, n],
-                _ => {
-                    return Err(format!(
-                        "the {what} scale must have shape [D] or [D, 4H], got {dims:?}"
-                    ));
+        }
+        "QGemm" => {
+            let a = required(node, 0, "A")?;
+            let a_scale = required(node, 1, "a_scale")?;
+            let b = required(node, 3, "B")?;
+            let b_scale = required(node, 4, "b_scale")?;
+            let trans_a = int_attribute(node, "transA", 0);
+            let trans_b = int_attribute(node, "transB", 0);
+            let alpha = float_attribute(node, "alpha", 1.0);
+            let a = out.dequantize(a, a_scale, input(node, 2), None);
+            // A per-column b_scale runs along B's N axis: 1 as stored, 0 when transposed.
+            let b = out.dequantize(
+                b,
+                b_scale,
+                input(node, 5),
+                Some(if trans_b != 0 { 0 } else { 1 }),
+            );
+            let mut gemm_inputs = vec![a, b];
+            let mut attributes = vec![
+                int("transA", trans_a),
+                int("transB", trans_b),
+                float("alpha", alpha),
+            ];
+            if let Some(c) = input(node, 6) {
+                // The int32 bias is quantized with scale alpha·a_scale·b_scale and added
+                // before the product's scaling: in float, beta = alpha.
+                let scale = out.one("Mul", &[a_scale, b_scale], vec![]);
+                let c = out.one("Cast", &[c], vec![int("to", FLOAT)]);
+                gemm_inputs.push(out.one("Mul", &[&c, &scale], vec![]));
+                attributes.push(float("beta", alpha));
+            }
+            let inputs: Vec<&str> = gemm_inputs.iter().map(String::as_str).collect();
+            match input(node, 7) {
+                Some(y_scale) => {
+                    let y = out.one("Gemm", &inputs, attributes);
+                    out.quantize_into(&y, y_scale, input(node, 8), &output);
                 }
-            };
-            let shape = self.constant_i64(&shape);
-            let scale = self.one("Reshape", &[scale, &shape], vec![]);
-            let zero_point = self.one("Reshape", &[zero_point, &shape], vec![]);
-            let value = self.dequantize_computed(value, &scale, Some(&zero_point));
-            weights.push(self.one("Transpose", &[&value], vec![ints("perm", &[0, 2, 1])]));
+                None => out.add_to("Gemm", &inputs, attributes, &[output]),
+            }
         }
-        let mut inputs: Vec<&str> = vec![x, &weights[0], &weights[1]];
-        inputs.extend((3..8).map(|i| input(node, i).unwrap_or("")));
-        while inputs.last() == Some(&"") {
-            inputs.pop();
+        "MatMulIntegerToFloat" => {
+            let a = required(node, 0, "A")?;
+            let b = required(node, 1, "B")?;
+            let a_scale = required(node, 2, "a_scale")?;
+            let b_scale = required(node, 3, "b_scale")?;
+            let a = out.dequantize_computed(a, a_scale, input(node, 4));
+            let b = out.dequantize_computed(b, b_scale, input(node, 5));
+            matmul_bias_into(out, &a, &b, input(node, 6), &output);
         }
-        let attributes = node
-            .attribute
-            .iter()
-            .filter(|a| {
-                matches!(
-                    a.name.as_str(),
-                    "activation_alpha"
-                        | "activation_beta"
-                        | "activations"
-                        | "clip"
-                        | "direction"
-                        | "hidden_size"
-                        | "input_forget"
-                )
-            })
-            .cloned()
-            .collect();
-        let outputs = node.output.clone();
-        self.add_to("LSTM", &inputs, attributes, &outputs);
-        Ok(())
+        "DynamicQuantizeMatMul" => {
+            let a = required(node, 0, "A")?;
+            let b = required(node, 1, "B")?;
+            let b_scale = required(node, 2, "b_scale")?;
+            let quantized = out.add("DynamicQuantizeLinear", &[a], vec![], 3);
+            let a = out.dequantize_computed(&quantized[0], &quantized[1], Some(&quantized[2]));
+            let b = out.dequantize_computed(b, b_scale, input(node, 3));
+            matmul_bias_into(out, &a, &b, input(node, 4), &output);
+        }
+        "DynamicQuantizeLSTM" => lstm(out, node, initializers)?,
+        other => return Err(format!("{other} is not rewritten")),
     }
+    Ok(())
+}
+
+/// The single-input operators: X, X_scale, X_zero_point dequantized, `op` in float, quantized
+/// with Y_scale, Y_zero_point (inputs 0 to 4) into `output`.
+fn quantized_unary(
+    out: &mut NodeBuilder,
+    node: &NodeProto,
+    output: &str,
+    op: impl FnOnce(&mut NodeBuilder, &str) -> Result<String, String>,
+) -> Result<(), String> {
+    let x = required(node, 0, "X")?;
+    let x_scale = required(node, 1, "X_scale")?;
+    let y_scale = required(node, 3, "Y_scale")?;
+    let x = out.dequantize(x, x_scale, input(node, 2), None);
+    let y = op(out, &x)?;
+    out.quantize_into(&y, y_scale, input(node, 4), output);
+    Ok(())
+}
+
+fn matmul_bias_into(builder: &mut NodeBuilder, a: &str, b: &str, bias: Option<&str>, output: &str) {
+    match bias {
+        Some(bias) => {
+            let y = builder.one("MatMul", &[a, b], vec![]);
+            builder.add_to("Add", &[&y, bias], vec![], &[output.to_string()]);
+        }
+        None => builder.add_to("MatMul", &[a, b], vec![], &[output.to_string()]),
+    }
+}
+
+/// `DynamicQuantizeLSTM`: W `[D, I, 4H]` and R `[D, H, 4H]` with scales and zero points of
+/// shape `[D]` or `[D, 4H]` become ONNX `LSTM`'s float `[D, 4H, I]` and `[D, 4H, H]`.
+fn lstm(
+    out: &mut NodeBuilder,
+    node: &NodeProto,
+    initializers: &Initializers,
+) -> Result<(), String> {
+    let x = required(node, 0, "X")?;
+    let mut weights = vec![];
+    for (what, index, scale, zero_point) in [("W", 1, 8, 9), ("R", 2, 10, 11)] {
+        let value = required(node, index, what)?;
+        let scale = required(node, scale, "scale")?;
+        let zero_point = required(node, zero_point, "zero point")?;
+        let dims = initializers.dims(scale).ok_or_else(|| {
+            format!(
+                "the {what} scale '{scale}' must be an initializer (its shape decides its axis)"
+            )
+        })?;
+        // Broadcast along [D, ·, 4H]: [D] → [D, 1, 1], [D, 4H] → [D, 1, 4H].
+        let shape = match *dims {
+            [d] => vec![d, 1, 1],
+            [d, n] => vec![d, 1, n],
+            _ => {
+                return Err(format!(
+                    "the {what} scale must have shape [D] or [D, 4H], got {dims:?}"
+                ));
+            }
+        };
+        let shape = out.constant_i64(&shape);
+        let scale = out.one("Reshape", &[scale, &shape], vec![]);
+        let zero_point = out.one("Reshape", &[zero_point, &shape], vec![]);
+        let value = out.dequantize_computed(value, &scale, Some(&zero_point));
+        weights.push(out.one("Transpose", &[&value], vec![ints("perm", &[0, 2, 1])]));
+    }
+    let mut inputs: Vec<&str> = vec![x, &weights[0], &weights[1]];
+    inputs.extend((3..8).map(|i| input(node, i).unwrap_or("")));
+    while inputs.last() == Some(&"") {
+        inputs.pop();
+    }
+    let attributes = node
+        .attribute
+        .iter()
+        .filter(|a| {
+            matches!(
+                a.name.as_str(),
+                "activation_alpha"
+                    | "activation_beta"
+                    | "activations"
+                    | "clip"
+                    | "direction"
+                    | "hidden_size"
+                    | "input_forget"
+            )
+        })
+        .cloned()
+        .collect();
+    let outputs = node.output.clone();
+    out.add_to("LSTM", &inputs, attributes, &outputs);
+    Ok(())
 }

@@ -8,6 +8,7 @@ mod affine_grid;
 mod center_crop_pad;
 mod cumprod;
 mod det;
+mod graph_rewrite;
 mod if_known;
 mod loss;
 mod lp_pool;

@@ -10,17 +10,23 @@
 //! only when every length is the full sequence, keeps its meaning.
 //! Needs opset 10 or more (Slice with steps); older models get an error naming the node.
 
+use super::graph_rewrite::{NodeBuilder, rewrite_graph};
 use crate::error::UnsupportedOp;
-use tract_onnx::pb::{self, AttributeProto, GraphProto, NodeProto, TensorProto};
+use tract_onnx::pb::{GraphProto, NodeProto};
 
 const RECURRENT: &[&str] = &["LSTM", "GRU", "RNN"];
 
 /// Rewrites every reverse-direction recurrent node of `graph` (subgraphs included); returns the
 /// ones that cannot be rewritten, with the reason.
 pub fn lower(graph: &mut GraphProto, opset: i64) -> Vec<UnsupportedOp> {
-    let mut refused = vec![];
-    lower_graph(graph, opset, &mut refused);
-    refused
+    rewrite_graph(graph, &mut |node, _| {
+        is_reverse(node).then(|| {
+            if opset < 10 {
+                return Err("direction = reverse needs opset 10 or more here".into());
+            }
+            Ok(rewrite(node))
+        })
+    })
 }
 
 fn is_reverse(node: &NodeProto) -> bool {
@@ -32,111 +38,39 @@ fn is_reverse(node: &NodeProto) -> bool {
             .any(|a| a.name == "direction" && a.s == b"reverse")
 }
 
-fn lower_graph(graph: &mut GraphProto, opset: i64, refused: &mut Vec<UnsupportedOp>) {
-    let nodes = std::mem::take(&mut graph.node);
-    for mut node in nodes {
-        for attribute in &mut node.attribute {
-            for sub in attribute.g.iter_mut().chain(attribute.graphs.iter_mut()) {
-                lower_graph(sub, opset, refused);
-            }
+/// `Slice(input, [-1], [i64::MIN], [axis], [-1])`: `input` reversed along `axis`, into `output`.
+fn reverse_into(out: &mut NodeBuilder, input: &str, output: &str, axis: i64) {
+    let bounds = [-1, i64::MIN, axis, -1].map(|v| out.constant_i64(&[v]));
+    let inputs: Vec<&str> = std::iter::once(input)
+        .chain(bounds.iter().map(String::as_str))
+        .collect();
+    out.add_to("Slice", &inputs, vec![], &[output.to_string()]);
+}
+
+fn rewrite(node: &NodeProto) -> Vec<NodeProto> {
+    let mut out = NodeBuilder::new(node);
+    let mut forward = node.clone();
+    for attribute in &mut forward.attribute {
+        if attribute.name == "direction" {
+            attribute.s = b"forward".to_vec();
         }
-        if !is_reverse(&node) {
-            graph.node.push(node);
-            continue;
-        }
-        if opset < 10 {
-            refused.push(UnsupportedOp {
-                op_type: node.op_type.clone(),
-                first_node: node.name.clone(),
-                count: 1,
-                reason: Some("direction = reverse needs opset 10 or more here".into()),
-            });
-            graph.node.push(node);
-            continue;
-        }
-        graph.node.extend(rewrite(node));
     }
-}
-
-fn constant_i64(name: &str, value: i64) -> NodeProto {
-    NodeProto {
-        name: name.into(),
-        op_type: "Constant".into(),
-        output: vec![name.into()],
-        attribute: vec![AttributeProto {
-            name: "value".into(),
-            r#type: pb::attribute_proto::AttributeType::Tensor as i32,
-            t: Some(TensorProto {
-                dims: vec![1],
-                data_type: 7, // INT64
-                int64_data: vec![value],
-                ..Default::default()
-            }),
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
-}
-
-/// `Slice(input, [-1], [i64::MIN], [axis], [-1])`: `input` reversed along `axis`.
-fn reversed(prefix: &str, input: &str, output: &str, axis: i64) -> Vec<NodeProto> {
-    let names = ["start", "end", "axis", "step"].map(|n| format!("{prefix}/{n}"));
-    vec![
-        constant_i64(&names[0], -1),
-        constant_i64(&names[1], i64::MIN),
-        constant_i64(&names[2], axis),
-        constant_i64(&names[3], -1),
-        NodeProto {
-            name: format!("{prefix}/slice"),
-            op_type: "Slice".into(),
-            input: std::iter::once(input.to_string())
-                .chain(names.iter().cloned())
-                .collect(),
-            output: vec![output.into()],
-            ..Default::default()
-        },
-    ]
-}
-
-fn rewrite(mut node: NodeProto) -> Vec<NodeProto> {
-    let base = if node.name.is_empty() {
-        node.output.first().cloned().unwrap_or_default()
-    } else {
-        node.name.clone()
-    };
-    let prefix = format!("{base}/tessera_reverse");
     let batch_first = node
         .attribute
         .iter()
         .any(|a| a.name == "layout" && a.i == 1);
     let time_axis = if batch_first { 1 } else { 0 };
-    for attribute in &mut node.attribute {
-        if attribute.name == "direction" {
-            attribute.s = b"forward".to_vec();
-        }
-    }
-    let mut nodes = vec![];
-    let x = format!("{prefix}/x");
-    nodes.extend(reversed(
-        &format!("{prefix}/x"),
-        &node.input[0],
-        &x,
-        time_axis,
-    ));
-    node.input[0] = x;
+    let x = out.value_name("x_reversed");
+    reverse_into(&mut out, &node.input[0], &x, time_axis);
+    forward.input[0] = x;
     let y = node.output.first().filter(|y| !y.is_empty()).cloned();
-    if y.is_some() {
-        node.output[0] = format!("{prefix}/y");
+    let reversed_y = y.as_ref().map(|_| out.value_name("y_reversed"));
+    if let Some(reversed_y) = &reversed_y {
+        forward.output[0] = reversed_y.clone();
     }
-    let y_reversed = y.map(|y| {
-        reversed(
-            &format!("{prefix}/y"),
-            &format!("{prefix}/y"),
-            &y,
-            time_axis,
-        )
-    });
-    nodes.push(node);
-    nodes.extend(y_reversed.into_iter().flatten());
-    nodes
+    out.nodes.push(forward);
+    if let (Some(y), Some(reversed_y)) = (y, reversed_y) {
+        reverse_into(&mut out, &reversed_y, &y, time_axis);
+    }
+    out.nodes
 }
