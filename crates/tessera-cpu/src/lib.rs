@@ -7,6 +7,7 @@
 //! ([`threading`]), so more threads are never slower than one. Plans are built per input
 //! signature (shapes plus the values of folded inputs) and kept in a small cache.
 
+mod natural_strides;
 mod node_by_node;
 mod ops;
 mod threading;
@@ -180,7 +181,10 @@ impl CpuSession {
         let runnable = catch_panic("optimizing the plan", || {
             ops::use_cpu_ops(&mut typed)
                 .and_then(|()| typed.into_optimized())
-                .and_then(|m| m.into_runnable())
+                .and_then(|mut m| {
+                    natural_strides::naturalize(&mut m)?;
+                    m.into_runnable()
+                })
                 .map_err(|e| Error::Prepare {
                     backend: "cpu".into(),
                     message: chain_message(&e),
