@@ -2,12 +2,15 @@
 //! one of these before tract optimizes the plan (GPU plans keep tract's op, which they lower
 //! themselves). One file per op.
 
+mod avg_pool;
 mod lrn;
 mod max_pool;
+mod pool_2d;
 
 use tessera_core::tract_onnx::prelude::*;
-use tessera_core::tract_onnx::tract_core::ops::cnn::MaxPool;
+use tessera_core::tract_onnx::tract_core::ops::cnn::{MaxPool, SumPool};
 
+pub use avg_pool::FastAvgPool;
 pub use lrn::FastLrn;
 pub use max_pool::FastMaxPool;
 
@@ -50,15 +53,26 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
         if let Some(lrn) = node.op_as::<tract_onnx_opl::lrn::Lrn>() {
             let fast = FastLrn::from_tract(lrn);
             model.node_mut(id).op = Box::new(fast);
-        } else if let Some(pool) = node.op_as::<MaxPool>() {
-            let shape = model
-                .outlet_fact(node.inputs[0])?
-                .shape
-                .as_concrete()
-                .map(|s| s.to_vec());
-            if let Some(fast) = shape.and_then(|s| FastMaxPool::for_op(pool, &s)) {
-                model.node_mut(id).op = Box::new(fast);
-            }
+            continue;
+        }
+        let Some(shape) = model
+            .outlet_fact(node.inputs[0])?
+            .shape
+            .as_concrete()
+            .map(|s| s.to_vec())
+        else {
+            continue;
+        };
+        if let Some(fast) = node
+            .op_as::<MaxPool>()
+            .and_then(|pool| FastMaxPool::for_op(pool, &shape))
+        {
+            model.node_mut(id).op = Box::new(fast);
+        } else if let Some(fast) = node
+            .op_as::<SumPool>()
+            .and_then(|pool| FastAvgPool::for_op(pool, &shape))
+        {
+            model.node_mut(id).op = Box::new(fast);
         }
     }
     Ok(())
