@@ -178,13 +178,12 @@ impl CpuSession {
         }
         let lowered = self.model.lower(inputs, preferred.as_deref())?;
         let mut typed = lowered.typed;
+        // `lower` has decluttered the graph already: only tract's codegen passes are left.
         let runnable = catch_panic("optimizing the plan", || {
             ops::use_cpu_ops(&mut typed)
-                .and_then(|()| typed.into_optimized())
-                .and_then(|mut m| {
-                    natural_strides::naturalize(&mut m)?;
-                    m.into_runnable()
-                })
+                .and_then(|()| typed.optimize())
+                .and_then(|()| natural_strides::naturalize(&mut typed))
+                .and_then(|_| typed.into_runnable())
                 .map_err(|e| Error::Prepare {
                     backend: "cpu".into(),
                     message: chain_message(&e),
