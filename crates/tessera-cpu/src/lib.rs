@@ -10,6 +10,7 @@
 mod natural_strides;
 mod node_by_node;
 mod ops;
+mod reshape_fusion;
 mod threading;
 
 pub use node_by_node::{NodeTime, NonFiniteNode};
@@ -182,7 +183,8 @@ impl CpuSession {
         let runnable = catch_panic("optimizing the plan", || {
             ops::use_cpu_ops(&mut typed)
                 .and_then(|()| typed.optimize())
-                .and_then(|()| natural_strides::naturalize(&mut typed))
+                .and_then(|()| reshape_fusion::fuse_through_reshapes(&mut typed))
+                .and_then(|_| natural_strides::naturalize(&mut typed))
                 .and_then(|_| typed.into_runnable())
                 .map_err(|e| Error::Prepare {
                     backend: "cpu".into(),
