@@ -169,7 +169,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
     /// Untimed runs before timing, after the first run (the cpu backend compares pooled and
-    /// single-threaded execution over the first 7 runs of a plan).
+    /// single-threaded execution over its first runs of a plan; timing starts once it has chosen).
     #[arg(long, default_value_t = 6)]
     pub warmup: u32,
     /// Print one JSON object instead of text.

@@ -169,6 +169,22 @@ impl CpuSession {
         self.plan_for(inputs).map(drop)
     }
 
+    /// Whether runs on these inputs still compare one thread with the pool (see [`threading`]):
+    /// until then, run times mix both. False with one thread.
+    pub fn choosing_threads(&self, inputs: &[Tensor]) -> Result<bool> {
+        if self.threads == 1 {
+            return Ok(false);
+        }
+        let (plan, _) = self.plan_for(inputs)?;
+        let decided = plan
+            .calibration
+            .lock()
+            .map_err(poisoned)?
+            .decided()
+            .is_some();
+        Ok(!decided)
+    }
+
     fn plan_for(&self, inputs: &[Tensor]) -> Result<(Plan, Folding)> {
         let preferred = self.folding.lock().map_err(poisoned)?.clone();
         if let Some(folding) = &preferred {

@@ -395,6 +395,19 @@ impl Session {
             Engine::Cuda(cuda) => cuda.prepare(&ordered),
         }
     }
+
+    /// Whether runs on these inputs are still choosing between one thread and the pool (the cpu
+    /// backend with several threads times both over its first runs of a plan); a benchmark that
+    /// wants steady-state times runs until this is false. Always false on GPU backends.
+    pub fn choosing_threads(&self, inputs: Vec<(String, Tensor)>) -> Result<bool> {
+        let ordered = order_inputs(self.info(), inputs)?;
+        match &self.engine {
+            #[cfg(feature = "cpu")]
+            Engine::Cpu(cpu) => cpu.choosing_threads(&ordered),
+            #[allow(unreachable_patterns)]
+            _ => Ok(false),
+        }
+    }
 }
 
 /// A tensor where a session computes: on the host (cpu), or in device memory (I/O binding).

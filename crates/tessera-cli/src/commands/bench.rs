@@ -28,6 +28,10 @@ struct Report {
     transfers: Option<tessera::Transfers>,
 }
 
+/// Untimed runs at most while the cpu backend chooses its thread mode (a few runs plus about
+/// 150 ms of pooled work: thousands only for a model that runs in microseconds).
+const MAX_CALIBRATION_RUNS: usize = 10_000;
+
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
     if let Some(counts) = &args.scaling {
         return scaling(&args, counts);
@@ -46,6 +50,14 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     session.run(inputs.clone())?;
     let first_run_ms = millis(start.elapsed());
     for _ in 0..args.warmup {
+        session.run(inputs.clone())?;
+    }
+    // Timed runs start once the cpu backend has chosen its thread mode: they measure the steady
+    // state, not the calibration's mix of both modes.
+    for _ in 0..MAX_CALIBRATION_RUNS {
+        if !session.choosing_threads(inputs.clone())? {
+            break;
+        }
         session.run(inputs.clone())?;
     }
     let progress = if args.json {
@@ -184,6 +196,12 @@ fn scaling(args: &BenchArgs, counts: &[u16]) -> Result<ExitCode> {
         .collect();
     for session in &sessions {
         for _ in 0..=args.warmup {
+            session.run(inputs.clone())?;
+        }
+        for _ in 0..MAX_CALIBRATION_RUNS {
+            if !session.choosing_threads(inputs.clone())? {
+                break;
+            }
             session.run(inputs.clone())?;
         }
     }
