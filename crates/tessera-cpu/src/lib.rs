@@ -200,6 +200,7 @@ impl CpuSession {
             ops::use_cpu_ops(&mut typed)
                 .and_then(|()| typed.optimize())
                 .and_then(|()| reshape_fusion::fuse_through_reshapes(&mut typed))
+                .and_then(|_| ops::use_cpu_ops_in_plan(&mut typed))
                 .and_then(|_| natural_strides::naturalize(&mut typed))
                 .and_then(|_| typed.into_runnable())
                 .map_err(|e| Error::Prepare {

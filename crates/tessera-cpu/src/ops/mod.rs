@@ -6,6 +6,7 @@ mod avg_pool;
 mod lrn;
 mod max_pool;
 mod pool_2d;
+mod quantize_linear;
 
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::ops::cnn::{MaxPool, SumPool};
@@ -13,10 +14,11 @@ use tessera_core::tract_onnx::tract_core::ops::cnn::{MaxPool, SumPool};
 pub use avg_pool::FastAvgPool;
 pub use lrn::FastLrn;
 pub use max_pool::FastMaxPool;
+pub use quantize_linear::{FastDequantizeLinear, FastQuantizeLinear};
 
-/// The eval of every op here: `compute` reads the f32 input as one contiguous slice (copied only
-/// when it is not) and writes an output of `output_shape`, which becomes the result tensor
-/// without a second copy.
+/// The eval of every op here: `compute` reads the f32 input's elements in place (a tract tensor is
+/// always dense, row-major) and writes those of a new tensor of `output_shape`: no copy on either
+/// side (going through ndarray copied both, and more time than the pooling itself).
 fn eval_f32(
     inputs: TVec<TValue>,
     output_shape: Option<&[usize]>,
@@ -24,18 +26,16 @@ fn eval_f32(
 ) -> TractResult<TVec<TValue>> {
     use tessera_core::tract_onnx::tract_core::internal::*;
     let input = args_1!(inputs);
-    let input = input.to_plain_array_view::<f32>()?;
-    let input = input.as_standard_layout();
-    let shape = input.shape().to_vec();
-    let values = input
-        .as_slice()
-        .context("the op's f32 input is not contiguous")?;
-    let output_shape = output_shape.map_or_else(|| shape.clone(), <[usize]>::to_vec);
-    let mut output = vec![0f32; output_shape.iter().product()];
-    compute(values, &shape, &mut output)?;
-    Ok(tvec!(
-        tract_ndarray::Array::from_shape_vec(output_shape, output)?.into_tvalue()
-    ))
+    let plain = input.try_as_plain_ram()?;
+    let values = plain.as_slice::<f32>()?;
+    let shape = input.shape();
+    let mut output = Tensor::zero::<f32>(output_shape.unwrap_or(shape))?;
+    compute(
+        values,
+        shape,
+        output.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?,
+    )?;
+    Ok(tvec!(output.into_tvalue()))
 }
 
 /// Replaces, in place, the ops of `model` that have a faster cpu version here.
@@ -75,5 +75,33 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
             model.node_mut(id).op = Box::new(fast);
         }
     }
+    quantize_linear::fuse_quantize_dequantize(model)?;
+    Ok(())
+}
+
+/// Replaces, in place, the ops of an optimized plan that have a faster cpu version here. After
+/// tract's optimizer, not before: its QDQ pass looks for its own quantize ops.
+pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
+    use tessera_core::tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
+    use tessera_core::tract_onnx::tract_core::ops::quant::DequantizeLinearF32;
+    for id in 0..model.nodes().len() {
+        let node = model.node(id);
+        let f32_input = node
+            .inputs
+            .first()
+            .and_then(|i| model.outlet_fact(*i).ok())
+            .is_some_and(|f| f.datum_type == f32::datum_type());
+        if let Some(fast) = node
+            .op_as::<ElementWiseOp>()
+            .filter(|_| f32_input)
+            .and_then(FastQuantizeLinear::for_op)
+        {
+            model.node_mut(id).op = Box::new(fast);
+        } else if let Some(op) = node.op_as::<DequantizeLinearF32>() {
+            let fast = FastDequantizeLinear::for_op(op);
+            model.node_mut(id).op = Box::new(fast);
+        }
+    }
+    quantize_linear::fuse_quantize_dequantize(model)?;
     Ok(())
 }
