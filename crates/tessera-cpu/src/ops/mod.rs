@@ -38,15 +38,18 @@ fn eval_f32(
     Ok(tvec!(output.into_tvalue()))
 }
 
+fn first_input_is_f32(model: &TypedModel, node: &TypedNode) -> bool {
+    node.inputs
+        .first()
+        .and_then(|i| model.outlet_fact(*i).ok())
+        .is_some_and(|f| f.datum_type == f32::datum_type())
+}
+
 /// Replaces, in place, the ops of `model` that have a faster cpu version here.
 pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
     for id in 0..model.nodes().len() {
         let node = model.node(id);
-        let f32_input = node
-            .inputs
-            .first()
-            .and_then(|i| model.outlet_fact(*i).ok())
-            .is_some_and(|f| f.datum_type == f32::datum_type());
+        let f32_input = first_input_is_f32(model, node);
         if !f32_input {
             continue;
         }
@@ -75,7 +78,6 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
             model.node_mut(id).op = Box::new(fast);
         }
     }
-    quantize_linear::fuse_quantize_dequantize(model)?;
     Ok(())
 }
 
@@ -86,11 +88,7 @@ pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
     use tessera_core::tract_onnx::tract_core::ops::quant::DequantizeLinearF32;
     for id in 0..model.nodes().len() {
         let node = model.node(id);
-        let f32_input = node
-            .inputs
-            .first()
-            .and_then(|i| model.outlet_fact(*i).ok())
-            .is_some_and(|f| f.datum_type == f32::datum_type());
+        let f32_input = first_input_is_f32(model, node);
         if let Some(fast) = node
             .op_as::<ElementWiseOp>()
             .filter(|_| f32_input)
