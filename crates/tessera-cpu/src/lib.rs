@@ -10,6 +10,7 @@
 mod natural_strides;
 mod node_by_node;
 mod ops;
+mod plan_graph;
 mod reshape_fusion;
 mod threading;
 

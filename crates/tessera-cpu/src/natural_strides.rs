@@ -10,7 +10,7 @@
 //!
 //! So a cpu plan, once optimized, gets (1) its constants rebuilt with natural strides, once, and
 //! (2) those element-wise ops wrapped in [`NaturalStrides`], which fixes the strides of its inputs
-//! before each run (metadata only, unless the tensor is shared, when tract would copy it anyway).
+//! before each run (metadata only; a tensor another op still holds is copied first).
 
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
@@ -46,9 +46,14 @@ fn naturalized(mut tensor: Tensor) -> TractResult<Tensor> {
     Ok(tensor)
 }
 
+/// Whether `tensor` is one to give natural strides: off only on its size-1 axes.
+fn needs_natural_strides(tensor: &Tensor) -> bool {
+    !has_natural_strides(tensor) && only_unit_axes_differ(tensor)
+}
+
 /// `value` with natural strides, if only its size-1 axes were off; otherwise unchanged.
 fn naturalize_value(value: TValue) -> TractResult<TValue> {
-    if has_natural_strides(&value) || !only_unit_axes_differ(&value) {
+    if !needs_natural_strides(&value) {
         return Ok(value);
     }
     Ok(naturalized(value.into_tensor())?.into_tvalue())
@@ -119,10 +124,7 @@ pub fn naturalize(model: &mut TypedModel) -> TractResult<(usize, usize)> {
         let op = &model.node(id).op;
         if let Some(konst) = op.downcast_ref::<Const>() {
             let tensor = konst.val();
-            if konst.exotic_fact().is_some()
-                || has_natural_strides(tensor)
-                || !only_unit_axes_differ(tensor)
-            {
+            if konst.exotic_fact().is_some() || !needs_natural_strides(tensor) {
                 continue;
             }
             let tensor = Arc::new(naturalized(tensor.as_ref().clone())?);

@@ -7,6 +7,7 @@
 //! the output (SqueezeNet: 7% of its time). An element-wise op with a scalar operand commutes
 //! with a reshape, so this pass moves it above the reshape and asks the product to fuse it.
 
+use crate::plan_graph::only_reader;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::ops::binary::OptBinByScalar;
 use tessera_core::tract_onnx::tract_core::ops::change_axes::{AxisOp, IntoShape};
@@ -17,18 +18,8 @@ struct Candidate {
     product: usize,
     reshape: usize,
     op: usize,
-}
-
-fn only_successor(model: &TypedModel, node: usize) -> TractResult<Option<usize>> {
-    let outputs = &model.node(node).outputs;
-    let outlet = OutletId::new(node, 0);
-    if outputs.len() != 1
-        || outputs[0].successors.len() != 1
-        || model.output_outlets()?.contains(&outlet)
-    {
-        return Ok(None);
-    }
-    Ok(Some(outputs[0].successors[0].node))
+    /// The op's scalar operand.
+    scalar: Arc<Tensor>,
 }
 
 fn candidates(model: &TypedModel) -> TractResult<Vec<Candidate>> {
@@ -37,29 +28,30 @@ fn candidates(model: &TypedModel) -> TractResult<Vec<Candidate>> {
         if !node.op_is::<OptMatMul>() {
             continue;
         }
-        let Some(reshape) = only_successor(model, node.id)? else {
+        let Some(reshape) = only_reader(model, node.id)? else {
             continue;
         };
-        let reshape_op = &model.node(reshape);
-        if !(reshape_op.op_is::<IntoShape>() || reshape_op.op_is::<AxisOp>()) {
+        let reshape_node = model.node(reshape);
+        if !(reshape_node.op_is::<IntoShape>() || reshape_node.op_is::<AxisOp>()) {
             continue;
         }
-        let Some(op) = only_successor(model, reshape)? else {
+        let Some(op) = only_reader(model, reshape)? else {
             continue;
         };
         let op_node = model.node(op);
-        let scalar_operand = op_node.inputs.len() == 2
-            && op_node.inputs[0].node == reshape
-            && model
-                .outlet_fact(op_node.inputs[1])?
-                .konst
-                .as_ref()
-                .is_some_and(|k| k.len() == 1);
-        if op_node.op_is::<OptBinByScalar>() && scalar_operand {
+        if !op_node.op_is::<OptBinByScalar>()
+            || op_node.inputs.len() != 2
+            || op_node.inputs[0].node != reshape
+        {
+            continue;
+        }
+        let scalar = model.outlet_fact(op_node.inputs[1])?.konst.clone();
+        if let Some(scalar) = scalar.filter(|k| k.len() == 1) {
             found.push(Candidate {
                 product: node.id,
                 reshape,
                 op,
+                scalar,
             });
         }
     }
@@ -75,8 +67,7 @@ pub fn fuse_through_reshapes(model: &mut TypedModel) -> TractResult<usize> {
         let product = patch.tap_model(model, OutletId::new(c.product, 0))?;
         let op_node = model.node(c.op);
         let rank = model.outlet_fact(OutletId::new(c.product, 0))?.rank();
-        let scalar = model.outlet_fact(op_node.inputs[1])?.konst.clone().unwrap();
-        let scalar = scalar.as_ref().clone().into_shape(&vec![1; rank])?;
+        let scalar = c.scalar.as_ref().clone().into_shape(&vec![1; rank])?;
         let scalar = patch.add_const(format!("{}.scalar", op_node.name), scalar)?;
         let moved = patch.wire_node(
             format!("{}.before_reshape", op_node.name),

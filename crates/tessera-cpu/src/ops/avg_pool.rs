@@ -12,13 +12,15 @@ use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
 use tessera_core::tract_onnx::tract_core::ops::cnn::SumPool;
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FastAvgPool {
     pub window: Window2d,
-    pub count_include_pad: bool,
-    /// Divide by the window's size (average) or not (sum).
-    pub normalize: bool,
+    /// What each output position of a plane is multiplied by, `1 / taps` as tract computes it;
+    /// `None` for a sum (tract's un-normalized `SumPool`). Derived once, from the window.
+    scale: Option<Vec<f32>>,
 }
+
+impl Eq for FastAvgPool {}
 
 struct Sum;
 
@@ -34,31 +36,34 @@ impl FastAvgPool {
     /// The fast version of `op` on an input of `shape`, when it applies: f32, channels first,
     /// two spatial axes, concrete shape.
     pub fn for_op(op: &SumPool, shape: &[usize]) -> Option<FastAvgPool> {
-        Window2d::new(&op.pool_spec, shape).map(|window| FastAvgPool {
-            window,
-            count_include_pad: op.count_include_pad,
-            normalize: op.normalize,
-        })
+        Window2d::new(&op.pool_spec, shape)
+            .map(|window| FastAvgPool::new(window, op.count_include_pad, op.normalize))
     }
 
-    pub fn compute(&self, input: &[f32], output: &mut [f32]) -> TractResult<()> {
-        let (rows, cols) = (&self.window.rows, &self.window.cols);
-        if !self.normalize {
-            return self.window.reduce::<Sum>(input, output, |_| {});
-        }
-        let (row_taps, col_taps) = if self.count_include_pad {
+    /// An average over `window` (a sum unless `normalize`), counting the padding or not.
+    pub fn new(window: Window2d, count_include_pad: bool, normalize: bool) -> FastAvgPool {
+        let (rows, cols) = (&window.rows, &window.cols);
+        let (row_taps, col_taps) = if count_include_pad {
             (rows.taps_inside_padding(), cols.taps_inside_padding())
         } else {
             (rows.taps_inside(), cols.taps_inside())
         };
-        // One reciprocal per output position of a plane, as tract: sum * (1 / taps).
-        let scale: Vec<f32> = row_taps
-            .iter()
-            .flat_map(|&r| col_taps.iter().map(move |&c| ((r * c) as f32).recip()))
-            .collect();
-        self.window.reduce::<Sum>(input, output, |plane| {
-            plane.iter_mut().zip(&scale).for_each(|(v, s)| *v *= s)
-        })
+        let scale = normalize.then(|| {
+            row_taps
+                .iter()
+                .flat_map(|&r| col_taps.iter().map(move |&c| ((r * c) as f32).recip()))
+                .collect()
+        });
+        FastAvgPool { window, scale }
+    }
+
+    pub fn compute(&self, input: &[f32], output: &mut [f32]) -> TractResult<()> {
+        match &self.scale {
+            None => self.window.reduce::<Sum>(input, output, |_| {}),
+            Some(scale) => self.window.reduce::<Sum>(input, output, |plane| {
+                plane.iter_mut().zip(scale).for_each(|(v, s)| *v *= s)
+            }),
+        }
     }
 }
 
@@ -110,11 +115,7 @@ mod tests {
     fn matches_the_definition_with_and_without_padding_counted() {
         for geometry in GEOMETRIES {
             for count_include_pad in [false, true] {
-                let op = FastAvgPool {
-                    window: window(geometry),
-                    count_include_pad,
-                    normalize: true,
-                };
+                let op = FastAvgPool::new(window(geometry), count_include_pad, true);
                 let input = data(&op.window);
                 let mut out = vec![0f32; op.window.output_shape.iter().product()];
                 op.compute(&input, &mut out).unwrap();
@@ -139,12 +140,8 @@ mod tests {
     fn a_ceil_mode_window_counts_only_the_padding_it_covers() {
         // One row of 4, kernel 3, stride 2, one pad before, none after, ceil mode: the last
         // window covers input 3 and two positions past the padded end.
-        let mut op = FastAvgPool {
-            window: window((4, 3, 2, 1, 1)),
-            count_include_pad: true,
-            normalize: true,
-        };
-        for axis in [&mut op.window.rows, &mut op.window.cols] {
+        let mut window = window((4, 3, 2, 1, 1));
+        for axis in [&mut window.rows, &mut window.cols] {
             *axis = super::super::pool_2d::Axis {
                 input: 4,
                 output: 3,
@@ -152,7 +149,8 @@ mod tests {
                 ..*axis
             };
         }
-        op.window.output_shape = tvec![1, 1, 3, 3];
+        window.output_shape = tvec![1, 1, 3, 3];
+        let op = FastAvgPool::new(window, true, true);
         let input: Vec<f32> = (1..=16).map(|v| v as f32).collect();
         let mut out = vec![0f32; 9];
         op.compute(&input, &mut out).unwrap();

@@ -10,6 +10,7 @@
 //!
 //! [ONNX `QuantizeLinear`]: https://onnx.ai/onnx/operators/onnx__QuantizeLinear.html
 
+use crate::plan_graph::only_reader;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
 use tessera_core::tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
@@ -85,20 +86,28 @@ impl FastQuantizeLinear {
         }
     }
 
+    /// The saturation bounds of `x * multiplier` for type `T`, before the zero point is added.
+    fn bounds<T: Quantized>(&self) -> (f32, f32) {
+        (
+            (T::MIN - self.zero_point) as f32,
+            (T::MAX - self.zero_point) as f32,
+        )
+    }
+
+    /// The quantized level of `x` (`bounds` from [`Self::bounds`]): saturated before rounding,
+    /// the same as after since the bounds are integers, and then small enough for ROUNDER, whose
+    /// sum holds the rounded integer in its low bits (a float → int cast would saturate per
+    /// element and keep the loop scalar).
+    #[inline(always)]
+    fn level(&self, x: f32, (low, high): (f32, f32)) -> i32 {
+        let v = saturate(x * self.multiplier, low, high);
+        (v + ROUNDER).to_bits() as i32 - ROUNDER.to_bits() as i32 + self.zero_point
+    }
+
     fn quantize<T: Quantized>(&self, xs: &[f32], ys: &mut [T]) {
-        // Saturated before rounding (the same, as the bounds are integers): then every value is
-        // small enough for ROUNDER.
-        let low = (T::MIN - self.zero_point) as f32;
-        let high = (T::MAX - self.zero_point) as f32;
-        let (multiplier, zero_point) = (self.multiplier, self.zero_point);
-        // The rounded integer is read from the low bits of `v + ROUNDER` (a float → int cast
-        // would saturate per element and keep the loop scalar).
-        let rounder_bits = ROUNDER.to_bits() as i32;
+        let bounds = self.bounds::<T>();
         for (y, &x) in ys.iter_mut().zip(xs) {
-            let v = x * multiplier;
-            let v = saturate(v, low, high);
-            let rounded = (v + ROUNDER).to_bits() as i32 - rounder_bits;
-            *y = T::from_i32(rounded + zero_point);
+            *y = T::from_i32(self.level(x, bounds));
         }
     }
 
@@ -222,21 +231,11 @@ pub struct FastQuantizeDequantize {
 impl Eq for FastQuantizeDequantize {}
 
 impl FastQuantizeDequantize {
-    fn round_trip<T: Quantized + Into<i32>>(&self, values: &mut [f32]) {
-        let low = (T::MIN - self.quantize.zero_point) as f32;
-        let high = (T::MAX - self.quantize.zero_point) as f32;
-        let multiplier = self.quantize.multiplier;
-        let (q_zero, d_zero, scale) = (
-            self.quantize.zero_point,
-            self.dequantize.zero_point,
-            self.dequantize.scale,
-        );
-        let rounder_bits = ROUNDER.to_bits() as i32;
+    fn round_trip<T: Quantized>(&self, values: &mut [f32]) {
+        let bounds = self.quantize.bounds::<T>();
+        let (zero_point, scale) = (self.dequantize.zero_point, self.dequantize.scale);
         for value in values.iter_mut() {
-            let v = *value * multiplier;
-            let v = saturate(v, low, high);
-            let q = (v + ROUNDER).to_bits() as i32 - rounder_bits + q_zero;
-            *value = (q - d_zero) as f32 * scale;
+            *value = (self.quantize.level(*value, bounds) - zero_point) as f32 * scale;
         }
     }
 }
@@ -278,26 +277,20 @@ impl TypedOp for FastQuantizeDequantize {
 /// Replaces every quantize → dequantize pair (the quantize's only reader, neither a model
 /// output) with one [`FastQuantizeDequantize`]. Returns how many.
 pub fn fuse_quantize_dequantize(model: &mut TypedModel) -> TractResult<usize> {
-    let outputs = model.output_outlets()?.to_vec();
     let mut pairs = vec![];
     for node in model.nodes() {
         let Some(quantize) = node.op_as::<FastQuantizeLinear>() else {
             continue;
         };
-        let outlet = OutletId::new(node.id, 0);
-        let successors = &node.outputs[0].successors;
-        if successors.len() != 1 || outputs.contains(&outlet) {
+        let Some(reader) = only_reader(model, node.id)? else {
             continue;
-        }
-        if let Some(dequantize) = model
-            .node(successors[0].node)
-            .op_as::<FastDequantizeLinear>()
-        {
+        };
+        if let Some(dequantize) = model.node(reader).op_as::<FastDequantizeLinear>() {
             let fused = FastQuantizeDequantize {
                 quantize: quantize.clone(),
                 dequantize: dequantize.clone(),
             };
-            pairs.push((node.id, successors[0].node, fused));
+            pairs.push((node.id, reader, fused));
         }
     }
     let count = pairs.len();
