@@ -66,3 +66,9 @@ check_models() {
 export -f check_models
 
 check_target aarch64-unknown-linux-musl qemu-aarch64 AArch64
+# The x86-64 musl binary is checked inside the serving image (scripts/test-image.sh); it is built
+# here, beside the suites, in the same target directory as the arm64 one (shared host crates).
+if $build_only; then
+    step "edge: x86_64-unknown-linux-musl build (beside the suites)" 1800 \
+        scripts/build-edge.sh x86_64-unknown-linux-musl release
+fi

@@ -15,14 +15,8 @@ if [ ! -x "$binary" ]; then
     cargo test --workspace --release --locked --no-run
 fi
 
-venv="${TESSERA_SERVER_VENV:-$(cd "$(dirname "$target")" && pwd)/venv-server}"
-case "$target" in target) venv="${TESSERA_SERVER_VENV:-$HOME/.cache/tessera-ci/venv-server}" ;; esac
-if [ ! -x "$venv/bin/python" ]; then
-    echo "creating $venv"
-    python3 -m venv "$venv"
-fi
-step "server: tritonclient venv" 600 \
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/server/requirements.txt
+source scripts/lib/server-venv.sh
+server_venv
 
 step "server: 20 models through tritonclient" 600 \
     "$venv/bin/python" tests/server/test_tritonclient.py --tessera "$binary" --models "$TESSERA_SHARED/models"

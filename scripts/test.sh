@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit tests, the CLI driven as a user would, the ONNX node
 # suite and the 20 shared real models on cpu and wgpu, cuda without a GPU, the npm package in
-# Node.js and Chromium, the server through tritonclient, the arm64 binary under qemu. Installs
-# what a fresh machine lacks first. Each step runs under its own time limit, and the table of
-# step times is printed at the end (see docs/ci.md for a measured cold run).
+# Node.js and Chromium, the server through tritonclient, the arm64 binary under qemu, the serving
+# image and the KServe manifests. Installs what a fresh machine lacks first. Each step runs under
+# its own time limit, and the table of step times is printed at the end (see docs/ci.md for a
+# measured cold run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ci-guard.sh
@@ -22,20 +23,24 @@ fi
 target="${CARGO_TARGET_DIR:-target}"
 
 # Every Debian package the suites use, in one apt transaction: lavapipe (wgpu tests on a CPU),
-# Chromium (diagnostics pictures, the npm package), the arm64 cross compiler and qemu (edge).
+# Chromium (diagnostics pictures, the npm package), the arm64 cross compiler and qemu (edge),
+# buildah and iproute2 (the serving image, scripts/test-image.sh).
 step "debian packages" 900 scripts/ensure-packages.sh \
     '/usr/share/vulkan/icd.d/lvp_icd*.json=mesa-vulkan-drivers' chromium=chromium \
-    aarch64-linux-gnu-gcc=gcc-aarch64-linux-gnu qemu-aarch64=qemu-user readelf=binutils
+    aarch64-linux-gnu-gcc=gcc-aarch64-linux-gnu qemu-aarch64=qemu-user readelf=binutils \
+    buildah=buildah ip=iproute2
 step "rustfmt" 300 bash -c 'rustup component add rustfmt >/dev/null 2>&1 || true; cargo fmt --all -- --check'
 # Release: the same build the README's main command uses, and the suites run in seconds.
 step "native build (release, every test binary)" 2400 cargo test --workspace --release --locked --no-run
-# The arm64 edge build needs nothing from the native and browser suites, which leave a core idle
-# much of their time (Chromium, qemu, single-threaded loops, wasm-opt): it runs beside them from
-# here, in its own target directory (two cargo builds cannot share one), its output kept apart and
-# printed when scripts/test-edge.sh runs the qemu checks at the end.
+# The edge builds (arm64, then the x86-64 musl binary the serving image holds) need nothing from
+# the native and browser suites, which leave a core idle much of their time (Chromium, qemu,
+# single-threaded loops, wasm-opt): they run beside them from here, in their own target directory
+# (two cargo builds cannot share one), their output kept apart and printed when
+# scripts/test-edge.sh runs the qemu checks at the end.
 # (Its rustup target is added here first: two rustup commands at once can clash.)
-rustup target list --installed | grep -qx aarch64-unknown-linux-musl \
-    || rustup target add aarch64-unknown-linux-musl
+for edge_target in aarch64-unknown-linux-musl x86_64-unknown-linux-musl; do
+    rustup target list --installed | grep -qx "$edge_target" || rustup target add "$edge_target"
+done
 edge_log="$(mktemp -t tessera-edge-build.XXXXXX)"
 setsid scripts/test-edge.sh --build-only > "$edge_log" 2>&1 &
 edge_build=$!
@@ -80,8 +85,10 @@ echo "GPU tests skipped: $skips, as expected (no CUDA device here)"
 # Edge boards: the static arm64 binary (built beside the suites above) checked under qemu.
 if ! wait "$edge_build"; then
     cat "$edge_log"
-    echo "error: the arm64 edge build failed" >&2
+    echo "error: an edge build failed" >&2
     exit 1
 fi
 cat "$edge_log"
 ./scripts/test-edge.sh
+# The serving image around the x86-64 musl binary, and deploy/kserve checked against it.
+./scripts/test-image.sh

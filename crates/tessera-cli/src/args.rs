@@ -226,6 +226,11 @@ pub struct ServeArgs {
     /// Longest a request may wait and run, in seconds (504 after).
     #[arg(long, default_value_t = 60.0)]
     pub timeout_s: f64,
+    /// On SIGTERM, keep serving this many seconds with /v2/health/ready answering 503 before
+    /// refusing connections: the time a load balancer (Kubernetes endpoints) needs to stop
+    /// sending new requests here. Accepted requests are always finished.
+    #[arg(long, default_value_t = 0.0)]
+    pub drain_delay_s: f64,
     /// Dynamic batching: merge queued requests into runs of up to this many rows (first dim),
     /// for models whose inputs all have an open first dim. Off unless given.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]

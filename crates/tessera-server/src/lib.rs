@@ -64,6 +64,9 @@ pub struct ServerConfig {
     pub request_timeout: Duration,
     /// Dynamic batching, off unless set.
     pub batching: Option<Batching>,
+    /// After the shutdown signal: how long to keep accepting requests while readiness answers
+    /// 503, so that a load balancer stops routing here before connections are refused.
+    pub drain_delay: Duration,
 }
 
 impl ServerConfig {
@@ -78,6 +81,7 @@ impl ServerConfig {
             max_body_bytes: 64 << 20,
             request_timeout: Duration::from_secs(60),
             batching: None,
+            drain_delay: Duration::ZERO,
         }
     }
 }
@@ -87,6 +91,7 @@ pub struct Server {
     listener: TcpListener,
     state: Arc<AppState>,
     max_body_bytes: usize,
+    drain_delay: Duration,
 }
 
 impl Server {
@@ -122,6 +127,7 @@ impl Server {
             listener,
             state,
             max_body_bytes: config.max_body_bytes,
+            drain_delay: config.drain_delay,
         })
     }
 
@@ -137,7 +143,8 @@ impl Server {
         self.state.registry.models.keys().cloned().collect()
     }
 
-    /// Serves until `shutdown` completes, then stops accepting connections, finishes every
+    /// Serves until `shutdown` completes; then readiness answers 503, requests are still served
+    /// for the drain delay, and after it the server stops accepting connections, finishes every
     /// accepted request, and stops the workers.
     pub async fn run_until(
         self,
@@ -154,6 +161,7 @@ impl Server {
             ))
             .layer(TraceLayer::new_for_http());
         let signal_state = state.clone();
+        let drain_delay = self.drain_delay;
         // Small responses go out at once rather than waiting on Nagle's algorithm.
         let listener = self.listener.tap_io(|tcp| {
             if let Err(e) = tcp.set_nodelay(true) {
@@ -164,6 +172,10 @@ impl Server {
             .with_graceful_shutdown(async move {
                 shutdown.await;
                 signal_state.ready.store(false, Ordering::SeqCst);
+                if !drain_delay.is_zero() {
+                    tracing::info!("shutting down: not ready, still serving for {drain_delay:?}");
+                    tokio::time::sleep(drain_delay).await;
+                }
                 tracing::info!("shutting down: finishing accepted requests");
             })
             .await

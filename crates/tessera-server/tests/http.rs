@@ -614,6 +614,37 @@ fn shutdown_finishes_accepted_requests_then_refuses_connections() {
 }
 
 #[test]
+fn during_the_drain_delay_readiness_fails_and_requests_are_still_served() {
+    let mut server = example_server(|c| c.drain_delay = Duration::from_millis(1500));
+    let (inputs, expected) = data_set(&example_dir());
+    assert_eq!(server.get("/v2/health/ready").status, 200);
+    let started = std::time::Instant::now();
+    server.signal_stop();
+    std::thread::sleep(Duration::from_millis(200));
+    // A load balancer still routing here during the delay gets answers, and sees "not ready".
+    assert_eq!(server.get("/v2/health/ready").status, 503);
+    assert_eq!(server.get("/v2/health/live").status, 200);
+    let response = server.post(INFER, &[], &json_request(&inputs));
+    assert_eq!(
+        response.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&response.body)
+    );
+    assert_close(&response_outputs(&response), &expected, Tolerance::MODELS);
+    let addr = server.addr;
+    assert!(server.stop().is_ok());
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "stopped before the drain delay ended"
+    );
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "still accepting after the drain delay"
+    );
+}
+
+#[test]
 fn dynamic_batching_merges_requests_and_splits_the_outputs_back() {
     let server = example_server(|c| {
         c.workers_per_model = 1;

@@ -23,6 +23,9 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
     if !(args.timeout_s.is_finite() && args.timeout_s > 0.0) {
         bail!("--timeout-s must be a positive number of seconds");
     }
+    if !(args.drain_delay_s.is_finite() && (0.0..=3600.0).contains(&args.drain_delay_s)) {
+        bail!("--drain-delay-s must be between 0 and 3600 seconds");
+    }
     let mut config = ServerConfig::new(models);
     config.addr = SocketAddr::new(args.host, args.port);
     config.session = builder(&args.engine);
@@ -30,6 +33,7 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
     config.queue_capacity = args.queue as usize;
     config.max_body_bytes = (args.max_body_mib as usize) << 20;
     config.request_timeout = Duration::from_secs_f64(args.timeout_s);
+    config.drain_delay = Duration::from_secs_f64(args.drain_delay_s);
     config.batching = args.max_batch.map(|max_batch| Batching {
         max_batch: max_batch as usize,
         timeout: Duration::from_micros(args.batch_timeout_us),

@@ -85,10 +85,15 @@ impl TestServer {
         self.stop_inner()
     }
 
-    fn stop_inner(&mut self) -> Result<(), ServerError> {
+    /// Sends the shutdown signal without waiting for the server to finish.
+    pub fn signal_stop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+    }
+
+    fn stop_inner(&mut self) -> Result<(), ServerError> {
+        self.signal_stop();
         match self.thread.take() {
             Some(thread) => thread.join().expect("server thread panicked"),
             None => Ok(()),
