@@ -41,8 +41,9 @@ import kserve_manifests  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "deploy/kserve/serving-runtime.yaml"
-# Every InferenceService in deploy/kserve is checked; the first one is served as a pod.
-SERVICES = sorted((ROOT / "deploy/kserve").glob("inference-service*.yaml"))
+# Every InferenceService in deploy/kserve is checked; the plain one (first) is served as a pod.
+SERVICES = sorted((ROOT / "deploy/kserve").glob("inference-service*.yaml"),
+                  key=lambda p: (p.name != "inference-service.yaml", p.name))
 # The model the InferenceService's storageUri folder holds in this test, with its test data.
 MODEL = ROOT / "examples/text-orientation"
 RTOL, ATOL = 1e-3, 1e-4
@@ -114,7 +115,7 @@ def check_service(runtime, path, service):
              f"plus request timeout ({needed} s)")
 
 
-def check_consistency(runtime, services, config):
+def check_consistency(runtime, services, config, report=True):
     for path, service in zip(SERVICES, services):
         check_service(runtime, path, service)
     spec = runtime["spec"]
@@ -157,9 +158,10 @@ def check_consistency(runtime, services, config):
     if config["OCIv1"].get("os") != "linux" or config["OCIv1"].get("architecture") != "amd64":
         fail(f"the image is {config['OCIv1'].get('os')}/{config['OCIv1'].get('architecture')}, expected linux/amd64")
     model = services[0]["spec"]["predictor"]["model"]
-    print(f"consistent: runtime {runtime['metadata']['name']}, format {model['modelFormat']['name']}, "
-          f"protocol {model['protocolVersion']}, port {port} (container, probes, metrics, EXPOSE, entrypoint), "
-          f"user {user}, grace periods cover drain delay + timeout")
+    if report:
+        print(f"consistent: runtime {runtime['metadata']['name']}, format {model['modelFormat']['name']}, "
+              f"protocol {model['protocolVersion']}, port {port} (container, probes, metrics, EXPOSE, "
+              f"entrypoint), user {user}, grace periods cover drain delay + timeout")
     return port, container, image
 
 
@@ -310,7 +312,7 @@ def main():
             fail(f"serving as a pod failed (exit {code})")
         print("kserve deploy: all checks passed")
         return
-    port, container, image = check_consistency(runtime, services, config)
+    port, container, image = check_consistency(runtime, services, config, report=False)
     serve_as_a_pod(runtime, services[0], image, container, port, args.rootfs)
 
 
