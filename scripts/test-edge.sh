@@ -32,8 +32,7 @@ models=(
 check_target() {
     local target="$1" qemu="$2" machine="$3" bin
     if $build_only; then
-        # At the lowest priority beside the whole run: its wall time is long, its CPU time ~15 min.
-        step "edge: $target build (beside the suites)" 3000 scripts/build-edge.sh "$target" release
+        step "edge: $target build (beside the suites)" 1800 scripts/build-edge.sh "$target" release
         return
     fi
     # Built already by --build-only in CI: then cargo only confirms it is fresh.
@@ -70,6 +69,6 @@ check_target aarch64-unknown-linux-musl qemu-aarch64 AArch64
 # The x86-64 musl binary is checked inside the serving image (scripts/test-image.sh); it is built
 # here, beside the suites, in the same target directory as the arm64 one (shared host crates).
 if $build_only; then
-    step "edge: x86_64-unknown-linux-musl build (beside the suites)" 3000 \
+    step "edge: x86_64-unknown-linux-musl build (beside the suites)" 1800 \
         scripts/build-edge.sh x86_64-unknown-linux-musl release
 fi

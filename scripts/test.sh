@@ -30,24 +30,23 @@ step "debian packages" 900 scripts/ensure-packages.sh \
     aarch64-linux-gnu-gcc=gcc-aarch64-linux-gnu qemu-aarch64=qemu-user readelf=binutils \
     buildah=buildah ip=iproute2
 step "rustfmt" 300 bash -c 'rustup component add rustfmt >/dev/null 2>&1 || true; cargo fmt --all -- --check'
+# Release: the same build the README's main command uses, and the suites run in seconds.
+step "native build (release, every test binary)" 2400 cargo test --workspace --release --locked --no-run
 # The edge builds (arm64, then the x86-64 musl binary the serving image holds) need nothing from
-# the native and browser suites, and those leave a core idle much of their time (one crate at a
-# time in the native build, Chromium, qemu, single-threaded loops, wasm-opt): the edge builds
-# start now, at the lowest CPU priority, so they fill that idle time without slowing the steps
-# in front; in their own target directory (two cargo builds cannot share one), their output kept
-# apart and printed when scripts/test-edge.sh runs the qemu checks at the end.
-# (Their rustup targets are added here first: two rustup commands at once can clash.)
+# the native and browser suites, which leave a core idle much of their time (Chromium, qemu,
+# single-threaded loops, wasm-opt): they run beside them from here, in their own target directory
+# (two cargo builds cannot share one), their output kept apart and printed when
+# scripts/test-edge.sh runs the qemu checks at the end.
+# (Its rustup target is added here first: two rustup commands at once can clash.)
 for edge_target in aarch64-unknown-linux-musl x86_64-unknown-linux-musl; do
     rustup target list --installed | grep -qx "$edge_target" || rustup target add "$edge_target"
 done
 edge_log="$(mktemp -t tessera-edge-build.XXXXXX)"
-setsid nice -n 19 scripts/test-edge.sh --build-only > "$edge_log" 2>&1 &
+setsid scripts/test-edge.sh --build-only > "$edge_log" 2>&1 &
 edge_build=$!
 # An EXIT trap runs under errexit: nothing in it may fail before the table is printed.
 trap 'rc=$?; kill -- -"$edge_build" 2>/dev/null || true; tessera_print_steps "$rc"' EXIT
 
-# Release: the same build the README's main command uses, and the suites run in seconds.
-step "native build (release, every test binary)" 2400 cargo test --workspace --release --locked --no-run
 step "cuda kernels compiled by NVRTC" 600 scripts/check-cuda-kernels.sh
 
 step "quantized suite: derive with onnxruntime's quantizer" 900 scripts/derive-quantized.sh
