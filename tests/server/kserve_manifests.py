@@ -5,7 +5,8 @@ KServe's CRDs (`kserve.models`, generated from the CRDs' OpenAPI schema) and use
 
 Strict, like `kubectl apply --validate=strict`: every field must exist in the schema (an unknown
 or misspelt field is an error, not ignored), values must have the schema's type, and required
-fields and enumerations are checked by the models' own validation.
+fields are checked by the models' own validation (enumerations only where a model declares them;
+the CRDs' text-only ones, such as a port's protocol, are not).
 """
 
 import importlib.metadata
@@ -102,7 +103,7 @@ def _check(value, type_name, where, errors):
             _check(item, cls.openapi_types[attr], f"{where}.{key}", errors)
             kwargs[attr] = item
         try:
-            cls(**kwargs)  # the model's own checks: required fields, enumerations
+            cls(**kwargs)  # the model's own checks: required fields, declared enumerations
         except ValueError as e:
             errors.append(f"{where}: {type_name}: {e}")
 
