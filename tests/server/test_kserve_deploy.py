@@ -38,6 +38,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kserve_manifests  # noqa: E402
+from test_tritonclient import infer_inputs, numbered  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = ROOT / "deploy/kserve/serving-runtime.yaml"
@@ -184,18 +185,8 @@ def get(port, path):
         return None, b""
 
 
-def read_pb(path):
-    import onnx
-    from onnx import numpy_helper
-
-    tensor = onnx.TensorProto()
-    tensor.ParseFromString(path.read_bytes())
-    return tensor.name, numpy_helper.to_array(tensor)
-
-
 def serve_as_a_pod(runtime, service, image, container, port, rootfs):
     import tritonclient.http as httpclient
-    from tritonclient.utils import np_to_triton_dtype
 
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     name = service["metadata"]["name"]
@@ -236,17 +227,13 @@ def serve_as_a_pod(runtime, service, image, container, port, rootfs):
         if status != 200:
             fail(f"model metadata for {name}: {status} {body[:200]!r}")
         meta = json.loads(body)
-        inputs = [read_pb(p) for p in sorted((MODEL / "test_data_set_0").glob("input_*.pb"))]
-        outputs = [read_pb(p) for p in sorted((MODEL / "test_data_set_0").glob("output_*.pb"))]
+        inputs = numbered(MODEL / "test_data_set_0", "input")
+        outputs = numbered(MODEL / "test_data_set_0", "output")
         if meta.get("name") != name or [i["name"] for i in meta["inputs"]] != [n for n, _ in inputs]:
             fail(f"metadata {meta} does not describe {name} with inputs {[n for n, _ in inputs]}")
 
         client = httpclient.InferenceServerClient(url=f"127.0.0.1:{port}")
-        tensors = []
-        for input_name, array in inputs:
-            t = httpclient.InferInput(input_name, list(array.shape), np_to_triton_dtype(array.dtype))
-            t.set_data_from_numpy(array)
-            tensors.append(t)
+        tensors = infer_inputs(inputs)
         result = client.infer(name, tensors)
         for out_name, want in outputs:
             got = result.as_numpy(out_name)

@@ -65,14 +65,19 @@ def wait_ready(client, server, seconds):
     raise SystemExit(f"FAIL: the server was not ready within {seconds} s")
 
 
-def build_inputs(meta, data_set):
+def infer_inputs(named_arrays):
+    """tritonclient inputs for (name, array) pairs, sent as binary tensor data (its default)."""
     inputs = []
-    for k, (name, array) in enumerate(numbered(data_set, "input")):
-        name = name or meta["inputs"][k]["name"]
+    for name, array in named_arrays:
         tensor = httpclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
-        tensor.set_data_from_numpy(array)  # binary_data=True: the client's default
+        tensor.set_data_from_numpy(array)
         inputs.append(tensor)
     return inputs
+
+
+def build_inputs(meta, data_set):
+    named = numbered(data_set, "input")
+    return infer_inputs((name or meta["inputs"][k]["name"], array) for k, (name, array) in enumerate(named))
 
 
 def check_model(client, model_dir):
