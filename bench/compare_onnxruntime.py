@@ -258,7 +258,8 @@ def measure(cmd, timeout_s):
 
 
 def run_tessera(args, name, model_path, pb_inputs, threads):
-    base = [args.tessera, "bench", str(model_path), "--threads", str(threads)]
+    base = [args.tessera, "bench", str(model_path), "--backend", args.backend,
+            "--threads", str(threads)]
     for iname, f in pb_inputs:
         base += ["--input", f"{iname}={f}"]
     if args.runs > 0:
@@ -453,6 +454,9 @@ def main(argv):
                     help="default $TESSERA_SHARED/models, else <repo>/../shared/models")
     ap.add_argument("--models", default="", help="comma-separated model names (default: all in MANIFEST.tsv)")
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    ap.add_argument("--backend", default="cpu", choices=["cpu", "wgpu", "cuda"],
+                    help="Tessera's backend (default cpu; on a GPU machine: cuda, against "
+                         "onnxruntime's CPU provider, with --threads naming its threads)")
     ap.add_argument("--only", choices=["both", "tessera", "ort"], default="both",
                     help="run only one runtime (the other's columns say 'skipped')")
     ap.add_argument("--rounds", type=int, default=1,
@@ -506,7 +510,7 @@ def main(argv):
         "tessera_version": tessera_version(args.tessera) if args.only != "ort" else "not run",
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
     }
-    print("# Tessera cpu vs onnxruntime CPUExecutionProvider")
+    print(f"# Tessera {args.backend} vs onnxruntime CPUExecutionProvider")
     print()
     print(f"- date: {meta['date']}")
     print(f"- CPU: {meta['cpu_model']} ({meta['nproc']} logical cores), load average at start "
