@@ -3,15 +3,17 @@
 //! themselves). One file per op.
 
 mod avg_pool;
+mod depthwise_conv;
 mod lrn;
 mod max_pool;
 mod pool_2d;
 mod quantize_linear;
 
 use tessera_core::tract_onnx::prelude::*;
-use tessera_core::tract_onnx::tract_core::ops::cnn::{MaxPool, SumPool};
+use tessera_core::tract_onnx::tract_core::ops::cnn::{Conv, MaxPool, SumPool};
 
 pub use avg_pool::FastAvgPool;
+pub use depthwise_conv::FastDepthwiseConv;
 pub use lrn::FastLrn;
 pub use max_pool::FastMaxPool;
 pub use quantize_linear::{FastDequantizeLinear, FastQuantizeLinear};
@@ -76,9 +78,25 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
             .and_then(|pool| FastAvgPool::for_op(pool, &shape))
         {
             model.node_mut(id).op = Box::new(fast);
+        } else if let Some(fast) = node
+            .op_as::<Conv>()
+            .filter(|_| depthwise_operands_fit(model, node))
+            .and_then(|conv| FastDepthwiseConv::for_op(conv, &shape))
+        {
+            model.node_mut(id).op = Box::new(fast);
         }
     }
     Ok(())
+}
+
+/// Whether a convolution's kernel and bias are f32 as [`FastDepthwiseConv`] reads them.
+fn depthwise_operands_fit(model: &TypedModel, node: &TypedNode) -> bool {
+    node.inputs.len() == 3
+        && node.inputs[1..].iter().all(|i| {
+            model
+                .outlet_fact(*i)
+                .is_ok_and(|f| f.datum_type == f32::datum_type())
+        })
 }
 
 /// Replaces, in place, the ops of an optimized plan that have a faster cpu version here. After
