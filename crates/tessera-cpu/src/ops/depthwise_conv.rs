@@ -73,22 +73,27 @@ impl FastDepthwiseConv {
         );
         let padded = Padded::new(&self.window);
         let vectorized = plane_kernel();
-        par_chunks_mut(output, out_plane, output.len() * taps, |first_plane, planes| {
-            let mut scratch = vec![0f32; padded.scratch_len()];
-            for (p, out) in planes.chunks_mut(out_plane).enumerate() {
-                let plane = first_plane + p;
-                let channel = plane % self.channels;
-                vectorized(
-                    &padded,
-                    &input[plane * in_plane..][..in_plane],
-                    &kernel[channel * taps..][..taps],
-                    bias[if bias.len() == 1 { 0 } else { channel }],
-                    &mut scratch,
-                    out,
-                );
-            }
-            Ok(())
-        })
+        par_chunks_mut(
+            output,
+            out_plane,
+            output.len() * taps,
+            |first_plane, planes| {
+                let mut scratch = vec![0f32; padded.scratch_len()];
+                for (p, out) in planes.chunks_mut(out_plane).enumerate() {
+                    let plane = first_plane + p;
+                    let channel = plane % self.channels;
+                    vectorized(
+                        &padded,
+                        &input[plane * in_plane..][..in_plane],
+                        &kernel[channel * taps..][..taps],
+                        bias[if bias.len() == 1 { 0 } else { channel }],
+                        &mut scratch,
+                        out,
+                    );
+                }
+                Ok(())
+            },
+        )
     }
 }
 
@@ -194,9 +199,18 @@ fn convolve_plane(
         wide.fill(bias);
         for ky in 0..r.kernel {
             let taps = &weights[ky * c.kernel..][..c.kernel];
-            add_kernel_row(wide, taps, &source[ky * r.dilation * padded.width..], 1, c.dilation);
+            add_kernel_row(
+                wide,
+                taps,
+                &source[ky * r.dilation * padded.width..],
+                1,
+                c.dilation,
+            );
         }
-        for (out_row, wide_row) in out.chunks_exact_mut(c.output).zip(wide.chunks_exact(padded.width)) {
+        for (out_row, wide_row) in out
+            .chunks_exact_mut(c.output)
+            .zip(wide.chunks_exact(padded.width))
+        {
             out_row.copy_from_slice(&wide_row[..c.output]);
         }
         return;
@@ -283,14 +297,20 @@ impl TypedOp for FastDepthwiseConv {
     as_op!();
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        ensure!(inputs.len() == 3, "a depthwise convolution takes input, kernel and bias");
+        ensure!(
+            inputs.len() == 3,
+            "a depthwise convolution takes input, kernel and bias"
+        );
         Ok(tvec!(f32::fact(&*self.window.output_shape)))
     }
 
     fn cost(&self, _inputs: &[&TypedFact]) -> TractResult<TVec<(Cost, TDim)>> {
         let taps = self.window.rows.kernel * self.window.cols.kernel;
         let points: usize = self.window.output_shape.iter().product();
-        Ok(tvec!((Cost::FMA(f32::datum_type()), (points * taps).into())))
+        Ok(tvec!((
+            Cost::FMA(f32::datum_type()),
+            (points * taps).into()
+        )))
     }
 }
 
@@ -311,11 +331,17 @@ mod tests {
                     let mut acc = bias[if bias.len() == 1 { 0 } else { ch }];
                     for ky in 0..r.kernel {
                         for kx in 0..c.kernel {
-                            let iy = (oy * r.stride + ky * r.dilation) as isize - r.pad_before as isize;
-                            let ix = (ox * c.stride + kx * c.dilation) as isize - c.pad_before as isize;
-                            if (0..r.input as isize).contains(&iy) && (0..c.input as isize).contains(&ix) {
-                                let value = input[p * r.input * c.input + iy as usize * c.input + ix as usize];
-                                acc += kernel[ch * r.kernel * c.kernel + ky * c.kernel + kx] * value;
+                            let iy =
+                                (oy * r.stride + ky * r.dilation) as isize - r.pad_before as isize;
+                            let ix =
+                                (ox * c.stride + kx * c.dilation) as isize - c.pad_before as isize;
+                            if (0..r.input as isize).contains(&iy)
+                                && (0..c.input as isize).contains(&ix)
+                            {
+                                let value = input
+                                    [p * r.input * c.input + iy as usize * c.input + ix as usize];
+                                acc +=
+                                    kernel[ch * r.kernel * c.kernel + ky * c.kernel + kx] * value;
                             }
                         }
                     }
@@ -332,7 +358,12 @@ mod tests {
         // the pools' geometries: unit stride with dilation, and a 1-wide kernel.
         let mut windows: Vec<Window2d> = GEOMETRIES
             .into_iter()
-            .chain([(9, 3, 1, 2, 2), (6, 1, 1, 1, 0), (11, 5, 2, 1, 2), (12, 5, 1, 1, 2)])
+            .chain([
+                (9, 3, 1, 2, 2),
+                (6, 1, 1, 1, 0),
+                (11, 5, 2, 1, 2),
+                (12, 5, 1, 1, 2),
+            ])
             .map(window)
             .collect();
         // Rows at stride 2, columns at 1 (PaddleOCR's convolutions over text lines).
@@ -345,10 +376,15 @@ mod tests {
         }
         for window in windows {
             let geometry = (window.rows, window.cols);
-            let op = FastDepthwiseConv { window, channels: 3 };
+            let op = FastDepthwiseConv {
+                window,
+                channels: 3,
+            };
             let input = data(&op.window);
             let taps = op.window.rows.kernel * op.window.cols.kernel;
-            let kernel: Vec<f32> = (0..3 * taps).map(|i| ((i * 7 % 11) as f32 - 5.0) / 8.0).collect();
+            let kernel: Vec<f32> = (0..3 * taps)
+                .map(|i| ((i * 7 % 11) as f32 - 5.0) / 8.0)
+                .collect();
             for bias in [vec![0.5, -1.0, 2.0], vec![0.25]] {
                 let mut out = vec![f32::NAN; op.window.output_shape.iter().product()];
                 op.compute(&input, &kernel, &bias, &mut out).unwrap();
@@ -365,7 +401,10 @@ mod tests {
 
     #[test]
     fn a_kernel_or_bias_of_the_wrong_size_is_an_error() {
-        let op = FastDepthwiseConv { window: window(GEOMETRIES[0]), channels: 3 };
+        let op = FastDepthwiseConv {
+            window: window(GEOMETRIES[0]),
+            channels: 3,
+        };
         let input = data(&op.window);
         let mut out = vec![0.0; op.window.output_shape.iter().product()];
         assert!(op.compute(&input, &[0.0; 26], &[0.0], &mut out).is_err());

@@ -3,6 +3,7 @@
 //! themselves). One file per op.
 
 mod avg_pool;
+mod bin_chain;
 mod depthwise_conv;
 mod lrn;
 mod max_pool;
@@ -13,6 +14,7 @@ use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::ops::cnn::{Conv, MaxPool, SumPool};
 
 pub use avg_pool::FastAvgPool;
+pub use bin_chain::FastBinChain;
 pub use depthwise_conv::FastDepthwiseConv;
 pub use lrn::FastLrn;
 pub use max_pool::FastMaxPool;
@@ -89,6 +91,14 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
     Ok(())
 }
 
+fn all_inputs_f32(model: &TypedModel, node: &TypedNode) -> bool {
+    node.inputs.iter().all(|i| {
+        model
+            .outlet_fact(*i)
+            .is_ok_and(|f| f.datum_type == f32::datum_type())
+    })
+}
+
 /// Whether a convolution's kernel and bias are f32 as [`FastDepthwiseConv`] reads them.
 fn depthwise_operands_fit(model: &TypedModel, node: &TypedNode) -> bool {
     node.inputs.len() == 3
@@ -102,6 +112,7 @@ fn depthwise_operands_fit(model: &TypedModel, node: &TypedNode) -> bool {
 /// Replaces, in place, the ops of an optimized plan that have a faster cpu version here. After
 /// tract's optimizer, not before: its QDQ pass looks for its own quantize ops.
 pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
+    use tessera_core::tract_onnx::tract_core::ops::binary::OptBinChain;
     use tessera_core::tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
     use tessera_core::tract_onnx::tract_core::ops::quant::DequantizeLinearF32;
     for id in 0..model.nodes().len() {
@@ -115,6 +126,12 @@ pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
             model.node_mut(id).op = Box::new(fast);
         } else if let Some(op) = node.op_as::<DequantizeLinearF32>() {
             let fast = FastDequantizeLinear::for_op(op);
+            model.node_mut(id).op = Box::new(fast);
+        } else if let Some(fast) = node
+            .op_as::<OptBinChain>()
+            .filter(|_| all_inputs_f32(model, node))
+            .and_then(FastBinChain::for_op)
+        {
             model.node_mut(id).op = Box::new(fast);
         }
     }
