@@ -3,9 +3,9 @@
 //! `OptBinChain` in cpu plans. tract updates the accumulator in place, so when another op still
 //! reads it (DenseNet's concatenations feed every later layer) it is copied first, and it takes
 //! its chunked path only when the block length is a multiple of the vector width (not 14×14 or
-//! 7×7 planes); DenseNet-121's BatchNorm + ReLU chains took 29.6 of its 181 ms per run, onnxruntime
-//! 7. Here each block is read once and written once to a new tensor, every step applied while
-//! the block is in cache, in loops LLVM vectorizes.
+//! 7×7 planes): DenseNet-121's BatchNorm + ReLU chains took 29.6 of its 181 ms per run
+//! (onnxruntime's Add and Relu: 7). Here each block is read once and written once to a new
+//! tensor, every step applied while the block is in cache, in loops LLVM vectorizes.
 
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
@@ -20,16 +20,28 @@ pub struct FastBinChain {
 }
 
 impl FastBinChain {
-    /// The fast version of `chain` when it applies: every step shares one operand value per block
-    /// of the accumulator (no lock-step rows). The datum type is checked by the caller.
-    pub fn for_op(chain: &OptBinChain) -> Option<FastBinChain> {
-        chain
-            .steps
-            .iter()
-            .all(|s| s.share == BShare::PerBlock)
-            .then(|| FastBinChain {
+    /// The fast version of `chain` on operands of these shapes (the accumulator's first) when it
+    /// applies: every step shares one operand value per block of the accumulator (no lock-step
+    /// rows), and the blocks are long enough to vectorize (shorter ones stay with tract, whose
+    /// short-period path repeats the operand instead). The datum type is checked by the caller.
+    pub fn for_op(chain: &OptBinChain, shapes: &[Vec<usize>]) -> Option<FastBinChain> {
+        const SHORTEST_BLOCK: usize = 16;
+        let (a, operands) = shapes.split_first()?;
+        let a_len: usize = a.iter().product();
+        let mut block = a_len;
+        for b in operands {
+            let b_len: usize = b.iter().product();
+            if b_len == 0 || !a_len.is_multiple_of(b_len) {
+                return None;
+            }
+            block = gcd(block, a_len / b_len);
+        }
+        let per_block = chain.steps.iter().all(|s| s.share == BShare::PerBlock);
+        (per_block && operands.len() == chain.steps.len() && block >= SHORTEST_BLOCK).then(|| {
+            FastBinChain {
                 steps: chain.steps.iter().map(|s| s.linalg_op).collect(),
-            })
+            }
+        })
     }
 
     /// `output` = `a` with each step applied in order, step `i` taking `operands[i][j]` for the
@@ -111,6 +123,8 @@ impl EvalOp for FastBinChain {
             "a chain takes one operand per step"
         );
         let a = &inputs[0];
+        // SAFETY: f32 has no invalid bit patterns, and `compute` writes every element (the
+        // blocks tile the accumulator) or fails, dropping the tensor unread.
         let mut output = unsafe { Tensor::uninitialized::<f32>(a.shape())? };
         let operands = inputs[1..]
             .iter()

@@ -1,11 +1,11 @@
 //! Depthwise 2-D convolution ([ONNX `Conv`] with one input and one output channel per group) for
 //! f32 in channels-first layout, replacing tract's `DepthWise` in cpu plans. tract walks every
-//! output point's taps one element at a time (about 1.3 GMAC/s: ShuffleNet's 3×3 depthwise
-//! convolutions took 6.2 of its 23.6 ms per run, onnxruntime's whole convolution time 4.5 ms).
-//! Here each `(batch, channel)` plane starts from its bias and every tap adds its weight times a
-//! row of the input to a row of the output: contiguous (or constant-stride) multiply-adds that
-//! LLVM vectorizes, at AVX2's width where the machine has it. The window geometry is
-//! [`pool_2d`](super::pool_2d)'s.
+//! output point's taps through an offset table (ShuffleNet's 3×3 depthwise convolutions took 6.2
+//! of its 23.6 ms per run; onnxruntime's convolutions, all of them, 4.5 ms). Here each
+//! `(batch, channel)` plane is copied once with its padding made explicit, then every output
+//! row gets each kernel row's taps summed in registers across the row: contiguous (or
+//! constant-stride) multiply-adds that LLVM vectorizes, at AVX2's width where the CPU has it.
+//! The window geometry is [`pool_2d`](super::pool_2d)'s.
 //!
 //! [ONNX `Conv`]: https://onnx.ai/onnx/operators/onnx__Conv.html
 
@@ -36,7 +36,8 @@ impl FastDepthwiseConv {
             return None;
         }
         let window = Window2d::new(&conv.pool_spec, shape)?;
-        (shape[shape.len() - 3] == channels).then_some(FastDepthwiseConv { window, channels })
+        let shape_channels = shape.len().checked_sub(3).map(|axis| shape[axis]);
+        (shape_channels == Some(channels)).then_some(FastDepthwiseConv { window, channels })
     }
 
     /// `output` = the convolution of `input` (planes of `rows.input × cols.input`, channel

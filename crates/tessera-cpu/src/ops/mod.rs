@@ -91,6 +91,17 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
     Ok(())
 }
 
+/// The shapes of `node`'s inputs, when all are known.
+fn concrete_input_shapes(model: &TypedModel, node: &TypedNode) -> Option<Vec<Vec<usize>>> {
+    node.inputs
+        .iter()
+        .map(|i| {
+            let fact = model.outlet_fact(*i).ok()?;
+            fact.shape.as_concrete().map(|s| s.to_vec())
+        })
+        .collect()
+}
+
 fn all_inputs_f32(model: &TypedModel, node: &TypedNode) -> bool {
     node.inputs.iter().all(|i| {
         model
@@ -130,7 +141,7 @@ pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
         } else if let Some(fast) = node
             .op_as::<OptBinChain>()
             .filter(|_| all_inputs_f32(model, node))
-            .and_then(FastBinChain::for_op)
+            .and_then(|chain| FastBinChain::for_op(chain, &concrete_input_shapes(model, node)?))
         {
             model.node_mut(id).op = Box::new(fast);
         }
