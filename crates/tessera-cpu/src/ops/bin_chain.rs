@@ -8,6 +8,7 @@
 //! tensor, every step applied while the block is in cache, in loops LLVM vectorizes.
 
 use tessera_core::tract_onnx::prelude::*;
+use tessera_core::tract_onnx::tract_core::internal::num_integer::Integer;
 use tessera_core::tract_onnx::tract_core::internal::*;
 use tessera_core::tract_onnx::tract_core::ops::binary::OptBinChain;
 use tract_linalg::BinOp;
@@ -34,7 +35,7 @@ impl FastBinChain {
             if b_len == 0 || !a_len.is_multiple_of(b_len) {
                 return None;
             }
-            block = gcd(block, a_len / b_len);
+            block = block.gcd(&(a_len / b_len));
         }
         let per_block = chain.steps.iter().all(|s| s.share == BShare::PerBlock);
         (per_block && operands.len() == chain.steps.len() && block >= SHORTEST_BLOCK).then(|| {
@@ -63,7 +64,7 @@ impl FastBinChain {
                 b.len(),
                 a.len()
             );
-            block = gcd(block, a.len() / b.len());
+            block = block.gcd(&(a.len() / b.len()));
         }
         let work = a.len() * self.steps.len();
         par_chunks_mut(output, block, work, |first_block, chunk| {
@@ -78,13 +79,6 @@ impl FastBinChain {
             Ok(())
         })
     }
-}
-
-fn gcd(mut a: usize, mut b: usize) -> usize {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 /// `x = x op value` over `out`, one loop per operation so that each vectorizes. Max and Min

@@ -317,36 +317,23 @@ impl TypedOp for FastDepthwiseConv {
 
 #[cfg(test)]
 mod tests {
-    use super::super::pool_2d::tests::{GEOMETRIES, data, window};
+    use super::super::pool_2d::tests::{GEOMETRIES, data, taps_inside_window, window};
     use super::*;
 
     /// The definition, output point by output point: bias plus the taps inside the input.
     fn reference(op: &FastDepthwiseConv, input: &[f32], kernel: &[f32], bias: &[f32]) -> Vec<f32> {
         let (r, c) = (op.window.rows, op.window.cols);
-        let planes = input.len() / (r.input * c.input);
+        let (planes, taps) = (input.len() / (r.input * c.input), r.kernel * c.kernel);
         let mut out = vec![];
         for p in 0..planes {
             let ch = p % op.channels;
             for oy in 0..r.output {
                 for ox in 0..c.output {
-                    let mut acc = bias[if bias.len() == 1 { 0 } else { ch }];
-                    for ky in 0..r.kernel {
-                        for kx in 0..c.kernel {
-                            let iy =
-                                (oy * r.stride + ky * r.dilation) as isize - r.pad_before as isize;
-                            let ix =
-                                (ox * c.stride + kx * c.dilation) as isize - c.pad_before as isize;
-                            if (0..r.input as isize).contains(&iy)
-                                && (0..c.input as isize).contains(&ix)
-                            {
-                                let value = input
-                                    [p * r.input * c.input + iy as usize * c.input + ix as usize];
-                                acc +=
-                                    kernel[ch * r.kernel * c.kernel + ky * c.kernel + kx] * value;
-                            }
-                        }
-                    }
-                    out.push(acc);
+                    let start = bias[if bias.len() == 1 { 0 } else { ch }];
+                    let inside = taps_inside_window(&op.window, input, p, (oy, ox));
+                    out.push(inside.iter().fold(start, |acc, &(tap, value)| {
+                        acc + kernel[ch * taps + tap] * value
+                    }));
                 }
             }
         }

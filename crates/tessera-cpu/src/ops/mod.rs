@@ -82,7 +82,7 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
             model.node_mut(id).op = Box::new(fast);
         } else if let Some(fast) = node
             .op_as::<Conv>()
-            .filter(|_| depthwise_operands_fit(model, node))
+            .filter(|_| node.inputs.len() == 3 && all_inputs_f32(model, node))
             .and_then(|conv| FastDepthwiseConv::for_op(conv, &shape))
         {
             model.node_mut(id).op = Box::new(fast);
@@ -102,22 +102,13 @@ fn concrete_input_shapes(model: &TypedModel, node: &TypedNode) -> Option<Vec<Vec
         .collect()
 }
 
+/// Whether every input of `node` is f32 (what Tessera's ops here read).
 fn all_inputs_f32(model: &TypedModel, node: &TypedNode) -> bool {
     node.inputs.iter().all(|i| {
         model
             .outlet_fact(*i)
             .is_ok_and(|f| f.datum_type == f32::datum_type())
     })
-}
-
-/// Whether a convolution's kernel and bias are f32 as [`FastDepthwiseConv`] reads them.
-fn depthwise_operands_fit(model: &TypedModel, node: &TypedNode) -> bool {
-    node.inputs.len() == 3
-        && node.inputs[1..].iter().all(|i| {
-            model
-                .outlet_fact(*i)
-                .is_ok_and(|f| f.datum_type == f32::datum_type())
-        })
 }
 
 /// Replaces, in place, the ops of an optimized plan that have a faster cpu version here. After

@@ -319,8 +319,31 @@ pub mod tests {
             .collect()
     }
 
-    /// Every window element by element, the definition: `fold` over the taps inside the input,
-    /// then `finish(folded, taps inside)`.
+    /// The taps of output `(oy, ox)` that read inside plane `p` of `input`, as (tap index
+    /// `ky · kw + kx`, value): a window element by element, the definition.
+    pub fn taps_inside_window(
+        window: &Window2d,
+        input: &[f32],
+        p: usize,
+        (oy, ox): (usize, usize),
+    ) -> Vec<(usize, f32)> {
+        let (r, c) = (window.rows, window.cols);
+        let mut taps = vec![];
+        for ky in 0..r.kernel {
+            for kx in 0..c.kernel {
+                let iy = (oy * r.stride + ky * r.dilation) as isize - r.pad_before as isize;
+                let ix = (ox * c.stride + kx * c.dilation) as isize - c.pad_before as isize;
+                if (0..r.input as isize).contains(&iy) && (0..c.input as isize).contains(&ix) {
+                    let value = input[p * r.input * c.input + iy as usize * c.input + ix as usize];
+                    taps.push((ky * c.kernel + kx, value));
+                }
+            }
+        }
+        taps
+    }
+
+    /// Every window by [`taps_inside_window`]: `fold` over the taps inside the input, then
+    /// `finish(folded, taps inside)`.
     pub fn reference(
         window: &Window2d,
         input: &[f32],
@@ -334,27 +357,9 @@ pub mod tests {
         for p in 0..planes {
             for oy in 0..r.output {
                 for ox in 0..c.output {
-                    let (mut acc, mut inside) = (empty, 0);
-                    for ky in 0..r.kernel {
-                        for kx in 0..c.kernel {
-                            let iy =
-                                (oy * r.stride + ky * r.dilation) as isize - r.pad_before as isize;
-                            let ix =
-                                (ox * c.stride + kx * c.dilation) as isize - c.pad_before as isize;
-                            if (0..r.input as isize).contains(&iy)
-                                && (0..c.input as isize).contains(&ix)
-                            {
-                                acc = fold(
-                                    acc,
-                                    input[p * r.input * c.input
-                                        + iy as usize * c.input
-                                        + ix as usize],
-                                );
-                                inside += 1;
-                            }
-                        }
-                    }
-                    out.push(finish(acc, inside, (oy, ox)));
+                    let taps = taps_inside_window(window, input, p, (oy, ox));
+                    let acc = taps.iter().fold(empty, |acc, &(_, value)| fold(acc, value));
+                    out.push(finish(acc, taps.len(), (oy, ox)));
                 }
             }
         }
