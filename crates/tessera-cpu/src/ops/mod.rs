@@ -4,8 +4,14 @@
 
 mod avg_pool;
 mod bin_chain;
+#[cfg(not(target_family = "wasm"))]
+mod conv_gemm;
 mod depthwise_conv;
+#[cfg(not(target_family = "wasm"))]
+mod gemm_common;
 mod lrn;
+#[cfg(not(target_family = "wasm"))]
+mod matmul_gemm;
 mod max_pool;
 mod pool_2d;
 mod quantize_linear;
@@ -15,8 +21,12 @@ use tessera_core::tract_onnx::tract_core::ops::cnn::{Conv, MaxPool, SumPool};
 
 pub use avg_pool::FastAvgPool;
 pub use bin_chain::FastBinChain;
+#[cfg(not(target_family = "wasm"))]
+pub use conv_gemm::FastConv;
 pub use depthwise_conv::FastDepthwiseConv;
 pub use lrn::FastLrn;
+#[cfg(not(target_family = "wasm"))]
+pub use matmul_gemm::FastMatMul;
 pub use max_pool::FastMaxPool;
 pub use quantize_linear::{FastDequantizeLinear, FastQuantizeLinear};
 
@@ -57,6 +67,18 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
         if !f32_input {
             continue;
         }
+        #[cfg(not(target_family = "wasm"))]
+        if let Some(fast) = node
+            .op_as::<tessera_core::tract_onnx::tract_core::ops::einsum::EinSum>()
+            .filter(|_| node.inputs.len() == 2 && all_inputs_f32(model, node))
+            .and_then(|op| {
+                let shapes = concrete_input_shapes(model, node)?;
+                FastMatMul::for_op(op, &shapes[0], &shapes[1])
+            })
+        {
+            model.node_mut(id).op = Box::new(fast);
+            continue;
+        }
         if let Some(lrn) = node.op_as::<tract_onnx_opl::lrn::Lrn>() {
             let fast = FastLrn::from_tract(lrn);
             model.node_mut(id).op = Box::new(fast);
@@ -86,7 +108,21 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
             .and_then(|conv| FastDepthwiseConv::for_op(conv, &shape))
         {
             model.node_mut(id).op = Box::new(fast);
+        } else {
+            #[cfg(not(target_family = "wasm"))]
+            if let Some(fast) = node
+                .op_as::<Conv>()
+                .filter(|_| node.inputs.len() == 3 && all_inputs_f32(model, node))
+                .and_then(|conv| FastConv::for_op(conv, &shape))
+            {
+                model.node_mut(id).op = Box::new(fast);
+            }
         }
+    }
+    #[cfg(not(target_family = "wasm"))]
+    {
+        gemm_common::fuse_epilogues::<FastConv>(model)?;
+        gemm_common::fuse_epilogues::<FastMatMul>(model)?;
     }
     Ok(())
 }

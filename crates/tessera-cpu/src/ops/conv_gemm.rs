@@ -1,0 +1,466 @@
+//! 2-D convolution ([ONNX `Conv`]) for f32 in channels-first layout as matrix products over
+//! tiles of output positions, on the `gemm` crate's kernels, replacing tract's `Conv` in cpu
+//! plans (depthwise convolutions have [their own op](super::depthwise_conv)).
+//!
+//! tract's matrix-product kernels ran ResNet-50's convolution shapes at 20-40 GFLOP/s on one
+//! AVX-512 core where onnxruntime's reach ~100 (worst where the output plane is large: 3136 or
+//! 12544 positions); `gemm` (AVX-512 at run time with its `x86-v4` feature, NEON on arm64) reaches
+//! ~100 on the same shapes. For each group and tile of output positions the input windows are
+//! gathered into a `K × tile` matrix (im2col, skipped for 1×1 convolutions that read the input
+//! as it is), multiplied by the kernel's `M × K` rows into the output, then bias and a fused
+//! clamp (ReLU, ReLU6) are applied while the tile is still in cache. Tiles, not one whole
+//! im2col matrix: VGG's early layers would need ~115 MB for theirs.
+//!
+//! [ONNX `Conv`]: https://onnx.ai/onnx/operators/onnx__Conv.html
+
+use super::gemm_common::{self as parallel, Epilogue, ProductOp, Run, SharedOutput};
+use super::pool_2d::{Axis, Window2d};
+use tessera_core::tract_onnx::prelude::*;
+use tessera_core::tract_onnx::tract_core::internal::*;
+use tessera_core::tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat};
+
+/// Floats of one gathered tile at most (2 MiB): with `K` rows, tiles are `TILE_FLOATS / K`
+/// positions wide, within [`MIN_TILE`, `MAX_TILE`].
+const TILE_FLOATS: usize = 1 << 19;
+const MIN_TILE: usize = 128;
+const MAX_TILE: usize = 1024;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FastConv {
+    pub window: Window2d,
+    pub in_channels: usize,
+    pub out_channels: usize,
+    pub group: usize,
+    /// Output shape: the input's, with `out_channels` and the convolved spatial axes.
+    pub output_shape: TVec<usize>,
+    /// Fused after the bias: operands per output channel (the rows) or scalars.
+    pub epilogue: Epilogue,
+}
+
+// The epilogue's values are never NaN (see `gemm_common::step_after`): equality is an equivalence.
+impl Eq for FastConv {}
+
+/// The geometry of one run, derived from the op and checked against the operands' sizes.
+struct Layout {
+    /// Output planes per channel group: the product of the axes before the channel axis.
+    batch: usize,
+    group_in: usize,
+    group_out: usize,
+    /// Rows of the gathered matrix: `group_in · kh · kw`.
+    depth: usize,
+    in_plane: usize,
+    out_plane: usize,
+    tile: usize,
+    tiles: usize,
+    /// 1×1, unit stride, no padding: the input planes are the matrix, nothing to gather.
+    direct: bool,
+}
+
+impl FastConv {
+    /// The fast version of `conv` on an input of `shape`, when it applies: float (not quantized),
+    /// channels first, two spatial axes, the kernel as ONNX lays it out (`[M, C/group, kh, kw]`).
+    pub fn for_op(conv: &Conv, shape: &[usize]) -> Option<FastConv> {
+        let (in_channels, out_channels) = (conv.input_channels(), conv.output_channels());
+        if conv.q_params.is_some()
+            || conv.kernel_fmt != KernelFormat::OIHW
+            || conv.group == 0
+            || in_channels == 0
+            || in_channels % conv.group != 0
+            || out_channels % conv.group != 0
+        {
+            return None;
+        }
+        let window = Window2d::new(&conv.pool_spec, shape)?;
+        let channel_axis = shape.len().checked_sub(3)?;
+        if shape[channel_axis] != in_channels {
+            return None;
+        }
+        let mut output_shape = window.output_shape.clone();
+        output_shape[channel_axis] = out_channels;
+        Some(FastConv {
+            window,
+            in_channels,
+            out_channels,
+            group: conv.group,
+            output_shape,
+            epilogue: Epilogue::default(),
+        })
+    }
+
+    fn layout(
+        &self,
+        input: usize,
+        kernel: usize,
+        bias: usize,
+        output: usize,
+    ) -> TractResult<Layout> {
+        let (r, c) = (self.window.rows, self.window.cols);
+        let (group_in, group_out) = (
+            self.in_channels / self.group,
+            self.out_channels / self.group,
+        );
+        let depth = group_in * r.kernel * c.kernel;
+        ensure!(
+            depth > 0,
+            "a convolution with no input channel or an empty kernel"
+        );
+        let (in_plane, out_plane) = (r.input * c.input, r.output * c.output);
+        let batch = self.output_shape.iter().rev().skip(3).product::<usize>();
+        ensure!(
+            kernel == self.out_channels * depth,
+            "convolution kernel has {kernel} values, expected {}",
+            self.out_channels * depth
+        );
+        ensure!(
+            bias == 1 || bias == self.out_channels,
+            "convolution bias has {bias} values for {} output channels",
+            self.out_channels
+        );
+        ensure!(
+            input == batch * self.in_channels * in_plane
+                && output == batch * self.out_channels * out_plane,
+            "convolution input or output size differs from the plan's"
+        );
+        let unit =
+            |a: &Axis| a.kernel == 1 && a.stride == 1 && a.pad_before == 0 && a.output == a.input;
+        let tile = (TILE_FLOATS / depth)
+            .clamp(MIN_TILE, MAX_TILE)
+            .min(out_plane.max(1));
+        Ok(Layout {
+            batch,
+            group_in,
+            group_out,
+            depth,
+            in_plane,
+            out_plane,
+            tile,
+            tiles: out_plane.div_ceil(tile),
+            direct: unit(&r) && unit(&c),
+        })
+    }
+
+    /// `output` = the convolution of `input` with `kernel` (`[M, K]`), plus `bias` (one value, or
+    /// one per output channel), clamped.
+    pub fn compute(
+        &self,
+        input: &[f32],
+        kernel: &[f32],
+        bias: &[f32],
+        output: &mut [f32],
+    ) -> TractResult<()> {
+        let l = self.layout(input.len(), kernel.len(), bias.len(), output.len())?;
+        if output.is_empty() {
+            return Ok(());
+        }
+        // Column tiles are the parallel work; when there are too few for the threads (small
+        // planes, late layers), each is also split across output channels.
+        let threads = parallel::threads();
+        let column_tasks = l.batch * self.group * l.tiles;
+        let row_blocks = if column_tasks >= 2 * threads {
+            1
+        } else {
+            threads.min(l.group_out.div_ceil(16)).max(1)
+        };
+        let rows_per_block = l.group_out.div_ceil(row_blocks);
+        let out = SharedOutput::new(output);
+        let scratch_len = if l.direct { 0 } else { l.depth * l.tile };
+        parallel::for_each(column_tasks * row_blocks, scratch_len, |scratch, task| {
+            let (column_task, block) = (task / row_blocks, task % row_blocks);
+            let (plane_group, tile) = (column_task / l.tiles, column_task % l.tiles);
+            let (b, g) = (plane_group / self.group, plane_group % self.group);
+            let first_row = block * rows_per_block;
+            let rows = rows_per_block.min(l.group_out.saturating_sub(first_row));
+            let start = tile * l.tile;
+            let width = l.tile.min(l.out_plane - start);
+            if rows == 0 {
+                return Ok(());
+            }
+            let planes = &input[(b * self.in_channels + g * l.group_in) * l.in_plane..]
+                [..l.group_in * l.in_plane];
+            let (matrix, matrix_row) = if l.direct {
+                (&planes[start..], l.in_plane)
+            } else {
+                let gathered = &mut scratch[..l.depth * width];
+                self.gather(planes, start, width, gathered);
+                (&*gathered, width)
+            };
+            let out_channel = g * l.group_out + first_row;
+            let weights = &kernel[out_channel * l.depth..][..rows * l.depth];
+            let first_out = (b * self.out_channels + out_channel) * l.out_plane + start;
+            // SAFETY: `matrix` holds `depth` rows of `width` values `matrix_row` apart (checked
+            // by the slicing above: the last row ends inside `planes` or `gathered`), `weights`
+            // `rows × depth` values; the output rows `out_channel..+rows`, columns
+            // `start..+width` of plane `b` lie inside `output` (sizes checked in `layout`) and
+            // no other task writes them: tasks differ in plane, group, tile or row block.
+            unsafe {
+                parallel::product(
+                    (rows, width, l.depth),
+                    out.at(first_out),
+                    (1, l.out_plane),
+                    weights.as_ptr(),
+                    (1, l.depth),
+                    matrix.as_ptr(),
+                    (1, matrix_row),
+                );
+                for row in 0..rows {
+                    let channel = out_channel + row;
+                    let values = std::slice::from_raw_parts_mut(
+                        out.at(first_out + row * l.out_plane),
+                        width,
+                    );
+                    let run = Run::AlongRow {
+                        row: channel,
+                        first_column: start,
+                    };
+                    self.epilogue.apply(
+                        values,
+                        run,
+                        bias[if bias.len() == 1 { 0 } else { channel }],
+                    );
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// im2col of output positions `start..start + width`: row `(channel, ky, kx)` of `gathered`
+    /// holds the input value that tap reads for each position, zero where it reads padding.
+    fn gather(&self, planes: &[f32], start: usize, width: usize, gathered: &mut [f32]) {
+        let (r, c) = (self.window.rows, self.window.cols);
+        let in_plane = r.input * c.input;
+        let mut rows = gathered.chunks_exact_mut(width);
+        for plane in planes.chunks_exact(in_plane) {
+            for ky in 0..r.kernel {
+                let (y_lo, y_hi) = r.valid(ky);
+                for kx in 0..c.kernel {
+                    let (x_lo, x_hi) = c.valid(kx);
+                    let Some(row) = rows.next() else { return };
+                    // The tile's positions, one output row's run at a time.
+                    let mut done = 0;
+                    while done < width {
+                        let (oy, ox) = ((start + done) / c.output, (start + done) % c.output);
+                        let len = (c.output - ox).min(width - done);
+                        let segment = &mut row[done..done + len];
+                        done += len;
+                        if oy < y_lo || oy >= y_hi {
+                            segment.fill(0.0);
+                            continue;
+                        }
+                        // Positions ox..ox + len; those in x_lo..x_hi read inside the input row.
+                        let lo = x_lo.clamp(ox, ox + len) - ox;
+                        let hi = x_hi.clamp(ox + lo, ox + len) - ox;
+                        segment[..lo].fill(0.0);
+                        segment[hi..].fill(0.0);
+                        if lo == hi {
+                            continue;
+                        }
+                        let iy = oy * r.stride + ky * r.dilation - r.pad_before;
+                        let source = &plane[iy * c.input..][..c.input];
+                        let first = (ox + lo) * c.stride + kx * c.dilation - c.pad_before;
+                        let inside = &mut segment[lo..hi];
+                        if c.stride == 1 {
+                            inside.copy_from_slice(&source[first..][..inside.len()]);
+                        } else {
+                            let taps = source[first..].iter().step_by(c.stride);
+                            inside.iter_mut().zip(taps).for_each(|(v, s)| *v = *s);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl ProductOp for FastConv {
+    fn epilogue(&self) -> &Epilogue {
+        &self.epilogue
+    }
+
+    fn with_epilogue(&self, epilogue: Epilogue) -> FastConv {
+        FastConv {
+            epilogue,
+            ..self.clone()
+        }
+    }
+
+    fn operand_axes(&self) -> (Option<usize>, Option<usize>) {
+        (self.output_shape.len().checked_sub(3), None)
+    }
+}
+
+impl Op for FastConv {
+    fn name(&self) -> StaticName {
+        "FastConv".into()
+    }
+
+    fn info(&self) -> TractResult<Vec<String>> {
+        Ok(vec![format!("group {}, {:?}", self.group, self.epilogue)])
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for FastConv {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let (input, kernel, bias) = args_3!(inputs);
+        // SAFETY: `compute` writes every element (each task its own block, all blocks together
+        // the whole output) before anything reads it, or fails and the tensor is dropped.
+        let mut output = unsafe { Tensor::uninitialized::<f32>(&self.output_shape)? };
+        self.compute(
+            input.try_as_plain_ram()?.as_slice::<f32>()?,
+            kernel.try_as_plain_ram()?.as_slice::<f32>()?,
+            bias.try_as_plain_ram()?.as_slice::<f32>()?,
+            output.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?,
+        )?;
+        Ok(tvec!(output.into_tvalue()))
+    }
+}
+
+impl TypedOp for FastConv {
+    as_op!();
+
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        ensure!(
+            inputs.len() == 3,
+            "a convolution takes input, kernel and bias"
+        );
+        Ok(tvec!(f32::fact(&*self.output_shape)))
+    }
+
+    fn cost(&self, _inputs: &[&TypedFact]) -> TractResult<TVec<(Cost, TDim)>> {
+        let (r, c) = (self.window.rows, self.window.cols);
+        let depth = self.in_channels / self.group * r.kernel * c.kernel;
+        let points: usize = self.output_shape.iter().product();
+        Ok(tvec!((
+            Cost::FMA(f32::datum_type()),
+            (points * depth).into()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::gemm_common::Operand;
+    use super::super::pool_2d::tests::{GEOMETRIES, data, taps_inside_window, window};
+    use super::*;
+    use tract_linalg::multithread::{Executor, multithread_tract_scope};
+
+    /// The definition, output point by output point: bias plus every input channel's taps
+    /// inside the input, then the epilogue written out.
+    fn reference(op: &FastConv, input: &[f32], kernel: &[f32], bias: &[f32]) -> Vec<f32> {
+        let (r, c) = (op.window.rows, op.window.cols);
+        let (group_in, group_out) = (op.in_channels / op.group, op.out_channels / op.group);
+        let taps = r.kernel * c.kernel;
+        let batches = input.len() / (op.in_channels * r.input * c.input);
+        let mut out = vec![];
+        for b in 0..batches {
+            for o in 0..op.out_channels {
+                let g = o / group_out;
+                for oy in 0..r.output {
+                    for ox in 0..c.output {
+                        let mut acc = bias[if bias.len() == 1 { 0 } else { o }];
+                        for i in 0..group_in {
+                            let plane = b * op.in_channels + g * group_in + i;
+                            for (tap, value) in
+                                taps_inside_window(&op.window, input, plane, (oy, ox))
+                            {
+                                acc += kernel[(o * group_in + i) * taps + tap] * value;
+                            }
+                        }
+                        let e = &op.epilogue;
+                        let scale = match &e.scale {
+                            Some(Operand::PerRow(rows)) => rows[o],
+                            Some(Operand::Scalar(s)) => *s,
+                            _ => 1.0,
+                        };
+                        let add = match &e.add {
+                            Some(Operand::Scalar(a)) => *a,
+                            _ => 0.0,
+                        };
+                        let v = (acc * scale + add).max(e.low.unwrap_or(f32::MIN));
+                        out.push(v.min(e.high.unwrap_or(f32::MAX)));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn conv(window: Window2d, in_channels: usize, out_channels: usize, group: usize) -> FastConv {
+        let mut output_shape = window.output_shape.clone();
+        output_shape[1] = out_channels;
+        FastConv {
+            window,
+            in_channels,
+            out_channels,
+            group,
+            output_shape,
+            epilogue: Epilogue::default(),
+        }
+    }
+
+    #[test]
+    fn matches_the_definition_over_geometries_groups_epilogues_and_threads() {
+        // `window` makes 2 batches × 3 channels. Plain and grouped, one bias per output channel
+        // or one for all, with and without a fused BatchNorm + ReLU6; on one thread and on two
+        // (tasks split by tile and by rows of output channels).
+        let mut windows: Vec<Window2d> = GEOMETRIES.into_iter().map(window).collect();
+        windows.push(window((6, 1, 1, 1, 0))); // 1×1, read as it is: no gather
+        windows.push(window((7, 1, 2, 1, 0))); // 1×1 at stride 2
+        for window in windows {
+            for (out_channels, group) in [(4, 1), (6, 3), (40, 1)] {
+                let mut op = conv(window.clone(), 3, out_channels, group);
+                let depth = 3 / group * window.rows.kernel * window.cols.kernel;
+                let input = data(&window);
+                let kernel: Vec<f32> = (0..out_channels * depth)
+                    .map(|i| ((i * 7 % 11) as f32 - 5.0) / 8.0)
+                    .collect();
+                let per_channel: Vec<f32> =
+                    (0..out_channels).map(|o| o as f32 / 4.0 - 1.0).collect();
+                for (bias, epilogue) in [
+                    (per_channel.clone(), Epilogue::default()),
+                    (
+                        vec![0.25],
+                        Epilogue {
+                            scale: Some(Operand::PerRow(per_channel.clone().into())),
+                            add: Some(Operand::Scalar(0.5)),
+                            low: Some(0.0),
+                            high: Some(6.0),
+                        },
+                    ),
+                ] {
+                    op.epilogue = epilogue;
+                    let expected = reference(&op, &input, &kernel, &bias);
+                    for threads in [1, 2] {
+                        let mut out = vec![f32::NAN; op.output_shape.iter().product()];
+                        multithread_tract_scope(Executor::multithread(threads), || {
+                            op.compute(&input, &kernel, &bias, &mut out)
+                        })
+                        .unwrap();
+                        for (i, (got, want)) in out.iter().zip(&expected).enumerate() {
+                            assert!(
+                                (got - want).abs() <= 1e-4 * want.abs().max(1.0),
+                                "{:?} {out_channels}/{group} {threads} thread(s): element {i} is {got}, expected {want}",
+                                (window.rows, window.cols)
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_kernel_bias_or_input_of_the_wrong_size_is_an_error() {
+        let op = conv(window(GEOMETRIES[0]), 3, 4, 1);
+        let input = data(&op.window);
+        let mut out = vec![0.0; op.output_shape.iter().product()];
+        let kernel = vec![0.0; 4 * 27];
+        assert!(op.compute(&input, &kernel[1..], &[0.0], &mut out).is_err());
+        assert!(op.compute(&input, &kernel, &[0.0; 3], &mut out).is_err());
+        assert!(op.compute(&input[1..], &kernel, &[0.0], &mut out).is_err());
+        assert!(op.compute(&input, &kernel, &[0.0], &mut out[1..]).is_err());
+    }
+}

@@ -1,0 +1,387 @@
+//! What Tessera's matrix-product ops ([`FastConv`](super::FastConv),
+//! [`FastMatMul`](super::FastMatMul)) share: their parallel tasks on the run's thread pool, the
+//! output those tasks write at disjoint places, and the element-wise epilogue fused after the
+//! product.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use tessera_core::tract_onnx::prelude::*;
+use tract_linalg::multithread::{Executor, current_tract_executor};
+
+/// The output, written by tasks at disjoint places (each op's SAFETY note says why).
+pub struct SharedOutput(*mut f32);
+// SAFETY: tasks write disjoint elements and the slice outlives the parallel loop.
+unsafe impl Sync for SharedOutput {}
+unsafe impl Send for SharedOutput {}
+
+impl SharedOutput {
+    pub fn new(output: &mut [f32]) -> SharedOutput {
+        SharedOutput(output.as_mut_ptr())
+    }
+
+    /// SAFETY: `offset` must lie inside the output.
+    pub unsafe fn at(&self, offset: usize) -> *mut f32 {
+        unsafe { self.0.add(offset) }
+    }
+}
+
+/// `dst = lhs · rhs` (`dst` is written, not read) for an `m × k` by `k × n` product, on the calling
+/// thread, through the kernel gemm-f32 picked for this CPU. Strides are in elements: `*_cs`
+/// between columns, `*_rs` between rows.
+///
+/// SAFETY: every element the strides reach must lie inside its buffer; no other thread may
+/// touch the part of `dst` written.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn product(
+    (m, n, k): (usize, usize, usize),
+    dst: *mut f32,
+    (dst_cs, dst_rs): (usize, usize),
+    lhs: *const f32,
+    (lhs_cs, lhs_rs): (usize, usize),
+    rhs: *const f32,
+    (rhs_cs, rhs_rs): (usize, usize),
+) {
+    let kernel = gemm_f32::gemm::f32::get_gemm_fn();
+    // SAFETY: the caller's conditions; alpha 0 with `read_dst` false leaves `dst` unread.
+    unsafe {
+        kernel(
+            m,
+            n,
+            k,
+            dst,
+            dst_cs as isize,
+            dst_rs as isize,
+            false,
+            lhs,
+            lhs_cs as isize,
+            lhs_rs as isize,
+            rhs,
+            rhs_cs as isize,
+            rhs_rs as isize,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            gemm_common::Parallelism::None,
+        )
+    }
+}
+
+thread_local! {
+    /// Each thread's scratch (im2col tiles), kept between runs so that no run allocates one.
+    static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    SCRATCH.with_borrow_mut(|scratch| {
+        if scratch.len() < len {
+            scratch.resize(len, 0.0);
+        }
+        f(&mut scratch[..len])
+    })
+}
+
+/// Threads of the run's pool (tract's executor): 1 when the run is single-threaded.
+pub fn threads() -> usize {
+    match current_tract_executor() {
+        Executor::MultiThread(pool) => pool.current_num_threads(),
+        Executor::RayonGlobal => rayon::current_num_threads(),
+        _ => 1,
+    }
+}
+
+/// Runs `task(scratch, i)` for `i` in `0..tasks` on the run's pool, each with a scratch buffer
+/// of `scratch_len` floats (contents left from earlier tasks).
+pub fn for_each(
+    tasks: usize,
+    scratch_len: usize,
+    task: impl Fn(&mut [f32], usize) -> TractResult<()> + Sync + Send,
+) -> TractResult<()> {
+    use rayon::prelude::*;
+    let one = |i: usize| with_scratch(scratch_len, |scratch| task(scratch, i));
+    let all = || (0..tasks).into_par_iter().try_for_each(one);
+    match current_tract_executor() {
+        Executor::MultiThread(pool) if pool.current_num_threads() > 1 && tasks > 1 => {
+            pool.install(all)
+        }
+        Executor::RayonGlobal if tasks > 1 => all(),
+        _ => (0..tasks).try_for_each(one),
+    }
+}
+
+/// Splits `len` into at most `parts` blocks of at least `min` (a multiple of 16 where it can):
+/// (block length, block count).
+pub fn blocks(len: usize, parts: usize, min: usize) -> (usize, usize) {
+    let parts = parts.min(len / min.max(1)).max(1);
+    let block = len.div_ceil(parts).next_multiple_of(16).min(len).max(1);
+    (block, len.div_ceil(block))
+}
+
+/// An operand of the epilogue: one value for all, one per row (`m`) or one per column (`n`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operand {
+    Scalar(f32),
+    PerRow(Arc<[f32]>),
+    PerColumn(Arc<[f32]>),
+}
+
+/// A contiguous run of output values: along a row from a column, or along a column from a row.
+#[derive(Debug, Clone, Copy)]
+pub enum Run {
+    AlongRow { row: usize, first_column: usize },
+    AlongColumn { column: usize, first_row: usize },
+}
+
+/// An operand's values over a run.
+enum Values<'a> {
+    Constant(f32),
+    Varying(&'a [f32]),
+}
+
+impl Operand {
+    fn over(operand: &Option<Operand>, run: Run, len: usize, identity: f32) -> Values<'_> {
+        use Values::{Constant, Varying};
+        match (operand, run) {
+            (None, _) => Constant(identity),
+            (Some(Operand::Scalar(v)), _) => Constant(*v),
+            (Some(Operand::PerRow(rows)), Run::AlongRow { row, .. }) => Constant(rows[row]),
+            (Some(Operand::PerColumn(columns)), Run::AlongColumn { column, .. }) => {
+                Constant(columns[column])
+            }
+            (Some(Operand::PerRow(rows)), Run::AlongColumn { first_row, .. }) => {
+                Varying(&rows[first_row..][..len])
+            }
+            (Some(Operand::PerColumn(columns)), Run::AlongRow { first_column, .. }) => {
+                Varying(&columns[first_column..][..len])
+            }
+        }
+    }
+}
+
+/// What is applied to each output tile while it is in cache, in this order: a scale and an
+/// addend (a BatchNorm or a bias), then a clamp (`max(x, low)` for ReLU, then `min(x, high)`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Epilogue {
+    pub scale: Option<Operand>,
+    pub add: Option<Operand>,
+    pub low: Option<f32>,
+    pub high: Option<f32>,
+}
+
+/// A bound applied after the product: `max(x, v)` or `min(x, v)`.
+#[derive(Debug, Clone, Copy)]
+pub enum Bound {
+    Low(f32),
+    High(f32),
+}
+
+impl Epilogue {
+    pub fn is_empty(&self) -> bool {
+        *self == Epilogue::default()
+    }
+
+    fn clamps(&self) -> bool {
+        self.low.is_some() || self.high.is_some()
+    }
+
+    /// This epilogue followed by `bound`, when a clamp can express both.
+    pub fn then_bound(&self, bound: Bound) -> Option<Epilogue> {
+        let mut next = self.clone();
+        match bound {
+            // max(min(y, high), v) = min(max(y, v), high) only while v <= high.
+            Bound::Low(v) if self.high.is_none_or(|high| v <= high) => {
+                next.low = Some(self.low.map_or(v, |low| low.max(v)))
+            }
+            Bound::High(v) if self.low.is_none_or(|low| v >= low) => {
+                next.high = Some(self.high.map_or(v, |high| high.min(v)))
+            }
+            _ => return None,
+        }
+        Some(next)
+    }
+
+    /// This epilogue followed by multiplying by `operand`: only first.
+    pub fn then_mul(&self, operand: Operand) -> Option<Epilogue> {
+        self.is_empty().then(|| Epilogue {
+            scale: Some(operand),
+            ..Epilogue::default()
+        })
+    }
+
+    /// This epilogue followed by adding `operand`: only before any addend or clamp.
+    pub fn then_add(&self, operand: Operand) -> Option<Epilogue> {
+        (self.add.is_none() && !self.clamps()).then(|| Epilogue {
+            add: Some(operand),
+            ..self.clone()
+        })
+    }
+
+    /// Applies to `values`, the output values of `run`, each first plus `extra` (a
+    /// convolution's bias).
+    #[inline]
+    pub fn apply(&self, values: &mut [f32], run: Run, extra: f32) {
+        use Values::{Constant, Varying};
+        let low = self.low.unwrap_or(f32::NEG_INFINITY);
+        let high = self.high.unwrap_or(f32::INFINITY);
+        let len = values.len();
+        let scale = Operand::over(&self.scale, run, len, 1.0);
+        let add = Operand::over(&self.add, run, len, 0.0);
+        match (scale, add) {
+            (Constant(scale), Constant(add)) => {
+                match (scale != 1.0 || add != 0.0 || extra != 0.0, self.clamps()) {
+                    (false, false) => {}
+                    (true, false) => values
+                        .iter_mut()
+                        .for_each(|v| *v = (*v + extra) * scale + add),
+                    (_, true) => values
+                        .iter_mut()
+                        .for_each(|v| *v = ((*v + extra) * scale + add).max(low).min(high)),
+                }
+            }
+            (scale, add) => {
+                let at = |values: &Values, i: usize| match values {
+                    Constant(v) => *v,
+                    Varying(vs) => vs[i],
+                };
+                for (i, v) in values.iter_mut().enumerate() {
+                    *v = ((*v + extra) * at(&scale, i) + at(&add, i))
+                        .max(low)
+                        .min(high);
+                }
+            }
+        }
+    }
+}
+
+/// A matrix-product op with a fusable [`Epilogue`].
+pub trait ProductOp: TypedOp + Clone {
+    fn epilogue(&self) -> &Epilogue;
+    fn with_epilogue(&self, epilogue: Epilogue) -> Self;
+    /// Where in the output shape an epilogue operand may vary: the row (`m`) axis, the column (`n`) axis.
+    fn operand_axes(&self) -> (Option<usize>, Option<usize>);
+}
+
+/// Fuses into each `P` the element-wise ops that alone read its output, while its epilogue can
+/// express them: a scale and a bias (`x · s + c`, each a constant scalar, row or column), then ReLU and clip
+/// bounds (`max(x, a)`, `min(x, b)`, scalars). Each tile is then finished while in cache
+/// instead of in passes of their own over the output.
+pub fn fuse_epilogues<P: ProductOp>(model: &mut TypedModel) -> TractResult<usize> {
+    let mut fused = 0;
+    'restart: loop {
+        for id in model.eval_order()? {
+            let node = model.node(id);
+            let Some(op) = node.op_as::<P>() else {
+                continue;
+            };
+            let Some(next) = crate::plan_graph::only_reader(model, id)? else {
+                continue;
+            };
+            let Some(step) = step_after(model, model.node(next), id, op.operand_axes())? else {
+                continue;
+            };
+            let epilogue = match step {
+                Step::Bound(bound) => op.epilogue().then_bound(bound),
+                Step::Mul(operand) => op.epilogue().then_mul(operand),
+                Step::Add(operand) => op.epilogue().then_add(operand),
+            };
+            let Some(epilogue) = epilogue else {
+                continue;
+            };
+            let fused_op = op.with_epilogue(epilogue);
+            TypedModelPatch::fuse_with_next(model, node, fused_op)?.apply(model)?;
+            fused += 1;
+            continue 'restart;
+        }
+        return Ok(fused);
+    }
+}
+
+enum Step {
+    Bound(Bound),
+    Mul(Operand),
+    Add(Operand),
+}
+
+/// The step `node` applies to the output of node `source`, when it is a max, min or add with a
+/// f32 constant that leaves the shape as it is.
+fn step_after(
+    model: &TypedModel,
+    node: &TypedNode,
+    source: usize,
+    (row_axis, column_axis): (Option<usize>, Option<usize>),
+) -> TractResult<Option<Step>> {
+    use tessera_core::tract_onnx::tract_core::ops::binary::TypedBinOp;
+    use tessera_core::tract_onnx::tract_core::ops::math::{Add, Max, Min, Mul};
+    let Some(op) = node.op_as::<TypedBinOp>() else {
+        return Ok(None);
+    };
+    let source = OutletId::new(source, 0);
+    let other = match node.inputs[..] {
+        [a, b] if a == source => b,
+        [a, b] if b == source => a,
+        _ => return Ok(None),
+    };
+    let (input, output) = (
+        model.outlet_fact(source)?,
+        model.outlet_fact(node.id.into())?,
+    );
+    let Some(konst) = model.outlet_fact(other)?.konst.clone() else {
+        return Ok(None);
+    };
+    let Some(shape) = output.shape.as_concrete() else {
+        return Ok(None);
+    };
+    if input.shape != output.shape
+        || output.datum_type != f32::datum_type()
+        || konst.datum_type() != f32::datum_type()
+        || konst.len() == 0
+        || konst.rank() > shape.len()
+    {
+        return Ok(None);
+    }
+    let values = konst.try_as_plain_ram()?.as_slice::<f32>()?.to_vec();
+    if values.iter().any(|v| v.is_nan()) {
+        return Ok(None);
+    }
+    let uniform = values.iter().all(|v| *v == values[0]);
+    if op.0.is::<Max>() || op.0.is::<Min>() {
+        if !uniform {
+            return Ok(None);
+        }
+        let bound = if op.0.is::<Max>() {
+            Bound::Low(values[0])
+        } else {
+            Bound::High(values[0])
+        };
+        return Ok(Some(Step::Bound(bound)));
+    }
+    let step: fn(Operand) -> Step = if op.0.is::<Add>() {
+        Step::Add
+    } else if op.0.is::<Mul>() {
+        Step::Mul
+    } else {
+        return Ok(None);
+    };
+    if uniform {
+        return Ok(Some(step(Operand::Scalar(values[0]))));
+    }
+    // The constant's one axis longer than 1, placed as it broadcasts against the output.
+    let offset = shape.len() - konst.rank();
+    let mut varying = konst.shape().iter().enumerate().filter(|(_, d)| **d != 1);
+    let (Some((axis, len)), None) = (varying.next(), varying.next()) else {
+        return Ok(None);
+    };
+    let axis = axis + offset;
+    if *len != shape[axis] {
+        return Ok(None);
+    }
+    let values: Arc<[f32]> = values.into();
+    Ok(if Some(axis) == row_axis {
+        Some(step(Operand::PerRow(values)))
+    } else if Some(axis) == column_axis {
+        Some(step(Operand::PerColumn(values)))
+    } else {
+        None
+    })
+}
