@@ -42,6 +42,24 @@ pub unsafe fn product(
     (rhs_cs, rhs_rs): (usize, usize),
 ) {
     let kernel = gemm_f32::gemm::f32::get_gemm_fn();
+    // The microkernel writes columns: a row-major `dst` is computed as `dstᵀ = rhsᵀ · lhsᵀ`
+    // (swapped roles and strides, no copy), as the `gemm` crate's own entry point does.
+    let ((m, n), (dst_cs, dst_rs), (lhs, lhs_cs, lhs_rs), (rhs, rhs_cs, rhs_rs)) =
+        if dst_cs < dst_rs {
+            (
+                (n, m),
+                (dst_rs, dst_cs),
+                (rhs, rhs_rs, rhs_cs),
+                (lhs, lhs_rs, lhs_cs),
+            )
+        } else {
+            (
+                (m, n),
+                (dst_cs, dst_rs),
+                (lhs, lhs_cs, lhs_rs),
+                (rhs, rhs_cs, rhs_rs),
+            )
+        };
     // SAFETY: the caller's conditions; alpha 0 with `read_dst` false leaves `dst` unread.
     unsafe {
         kernel(
