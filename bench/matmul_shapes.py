@@ -12,7 +12,6 @@ rest of a model (bench/op_profile_vs_ort.py shows those per op type).
 import argparse
 import json
 import os
-import platform
 import subprocess
 import tempfile
 import time
@@ -22,21 +21,12 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+from compare_onnxruntime import cpu_model  # this folder's side-by-side script
+
 SHAPES = [  # (M, K, N): ResNet-50's convolutions, 1x1 and 3x3 (as im2col), stage by stage
     (64, 64, 3136), (64, 576, 3136), (256, 64, 3136), (128, 1152, 784), (512, 128, 784),
     (256, 2304, 196), (1024, 256, 196), (512, 4608, 49), (2048, 512, 49), (64, 147, 12544),
 ]
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def model(m, k, n, path):
