@@ -105,6 +105,13 @@ impl FastConv {
         })
     }
 
+    /// Whether the product is wide enough for `gemm` (see [`MIN_SIDE`](super::gemm_common::MIN_SIDE)).
+    pub fn worth_it(&self) -> bool {
+        let positions = self.window.rows.output * self.window.cols.output;
+        positions >= super::gemm_common::MIN_SIDE
+            && self.out_channels / self.group >= super::gemm_common::MIN_SIDE
+    }
+
     /// Where the channels are in the output: just before the spatial axes.
     fn channel_axis(&self) -> usize {
         self.output_shape.len() - 1 - self.spatial

@@ -201,6 +201,11 @@ impl FastMatMul {
         })
     }
 
+    /// Whether the product is wide enough for `gemm` (see [`MIN_SIDE`](super::gemm_common::MIN_SIDE)).
+    pub fn worth_it(&self) -> bool {
+        self.m.len.min(self.n.len) >= super::gemm_common::MIN_SIDE
+    }
+
     /// `c` = the product of `a` and `b`, finished by the epilogue.
     pub fn compute(&self, a: &[f32], b: &[f32], c: &mut [f32]) -> TractResult<()> {
         ensure!(

@@ -75,6 +75,7 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
                 let shapes = concrete_input_shapes(model, node)?;
                 FastMatMul::for_op(op, &shapes[0], &shapes[1])
             })
+            .filter(FastMatMul::worth_it)
         {
             model.node_mut(id).op = Box::new(fast);
             continue;
@@ -114,6 +115,7 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
                 .op_as::<Conv>()
                 .filter(|_| node.inputs.len() == 3 && all_inputs_f32(model, node))
                 .and_then(|conv| FastConv::for_op(conv, &shape))
+                .filter(FastConv::worth_it)
             {
                 model.node_mut(id).op = Box::new(fast);
             }
