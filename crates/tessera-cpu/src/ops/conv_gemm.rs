@@ -188,12 +188,12 @@ impl FastConv {
         // planes, late layers), each is also split across output channels.
         let threads = parallel::threads();
         let column_tasks = l.batch * self.group * l.tiles;
-        let row_blocks = if column_tasks >= 2 * threads {
+        let parts = if column_tasks >= 2 * threads {
             1
         } else {
-            threads.min(l.group_out.div_ceil(16)).max(1)
+            threads
         };
-        let rows_per_block = l.group_out.div_ceil(row_blocks);
+        let (rows_per_block, row_blocks) = parallel::blocks(l.group_out, parts, 16);
         let out = SharedOutput::new(output);
         let scratch_len = if l.direct { 0 } else { l.depth * l.tile };
         parallel::for_each(column_tasks * row_blocks, scratch_len, |scratch, task| {
@@ -260,16 +260,6 @@ impl FastConv {
     fn gather(&self, planes: &[f32], start: usize, width: usize, gathered: &mut [f32]) {
         let (r, c) = (self.window.rows, self.window.cols);
         let in_plane = r.input * c.input;
-        // The tile's positions by output row, once for all its rows: (offset in the tile, oy,
-        // first ox, length).
-        let mut runs = Vec::with_capacity(width / c.output.max(1) + 2);
-        let mut done = 0;
-        while done < width {
-            let (oy, ox) = ((start + done) / c.output, (start + done) % c.output);
-            let len = (c.output - ox).min(width - done);
-            runs.push((done, oy, ox, len));
-            done += len;
-        }
         let mut rows = gathered.chunks_exact_mut(width);
         for plane in planes.chunks_exact(in_plane) {
             for ky in 0..r.kernel {
@@ -277,7 +267,7 @@ impl FastConv {
                 for kx in 0..c.kernel {
                     let (x_lo, x_hi) = c.valid(kx);
                     let Some(row) = rows.next() else { return };
-                    for &(at, oy, ox, len) in &runs {
+                    for (at, oy, ox, len) in output_row_runs(start, width, c.output) {
                         let segment = &mut row[at..at + len];
                         if oy < y_lo || oy >= y_hi {
                             segment.fill(0.0);
@@ -306,6 +296,27 @@ impl FastConv {
             }
         }
     }
+}
+
+/// The runs of positions `start..start + width` that lie on one output row each (rows of
+/// `row_len`): (offset in the tile, output row, first column, length). No division after the
+/// first run, no allocation (it is walked once per gathered row).
+fn output_row_runs(
+    start: usize,
+    width: usize,
+    row_len: usize,
+) -> impl Iterator<Item = (usize, usize, usize, usize)> {
+    let (mut oy, mut ox) = (start / row_len.max(1), start % row_len.max(1));
+    let mut done = 0;
+    std::iter::from_fn(move || {
+        if done >= width || row_len == 0 {
+            return None;
+        }
+        let len = (row_len - ox).min(width - done);
+        let run = (done, oy, ox, len);
+        (done, oy, ox) = (done + len, oy + 1, 0);
+        Some(run)
+    })
 }
 
 /// Copies `src`'s first `dst.len()` values into `dst` in blocks of 8 (4 for short runs), the last
@@ -398,17 +409,12 @@ impl EvalOp for FastConv {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let (input, kernel, bias) = args_3!(inputs);
-        // SAFETY: `compute` writes every element (each task its own block, all blocks together
-        // the whole output) before anything reads it, or fails and the tensor is dropped.
-        let mut output = unsafe { Tensor::uninitialized::<f32>(&self.output_shape)? };
-        self.compute(
-            input.try_as_plain_ram()?.as_slice::<f32>()?,
-            kernel.try_as_plain_ram()?.as_slice::<f32>()?,
-            bias.try_as_plain_ram()?.as_slice::<f32>()?,
-            output.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?,
-        )?;
-        Ok(tvec!(output.into_tvalue()))
+        parallel::eval_product(inputs, &self.output_shape, |operands, output| {
+            let [input, kernel, bias] = operands else {
+                bail!("a convolution takes input, kernel and bias");
+            };
+            self.compute(input, kernel, bias, output)
+        })
     }
 }
 

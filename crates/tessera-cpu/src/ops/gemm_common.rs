@@ -100,6 +100,31 @@ fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
     })
 }
 
+/// The eval of a product op: its f32 operands read in place, a new output of `shape` that
+/// `compute` must write whole (it is created unwritten: each task writes its own block, all the
+/// blocks make the whole output; a failed run drops it unread).
+pub fn eval_product(
+    inputs: TVec<TValue>,
+    shape: &[usize],
+    compute: impl FnOnce(&[&[f32]], &mut [f32]) -> TractResult<()>,
+) -> TractResult<TVec<TValue>> {
+    let plain = inputs
+        .iter()
+        .map(|input| input.try_as_plain_ram())
+        .collect::<TractResult<Vec<_>>>()?;
+    let operands = plain
+        .iter()
+        .map(|p| p.as_slice::<f32>())
+        .collect::<TractResult<Vec<_>>>()?;
+    // SAFETY: see above; every caller's `compute` writes every element or fails.
+    let mut output = unsafe { Tensor::uninitialized::<f32>(shape)? };
+    compute(
+        &operands,
+        output.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?,
+    )?;
+    Ok(tvec!(output.into_tvalue()))
+}
+
 /// Threads of the run's pool (tract's executor): 1 when the run is single-threaded.
 pub fn threads() -> usize {
     match current_tract_executor() {

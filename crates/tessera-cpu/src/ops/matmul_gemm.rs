@@ -352,16 +352,12 @@ impl EvalOp for FastMatMul {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let (a, b) = args_2!(inputs);
-        // SAFETY: `compute` writes every element (each task its own block, all blocks together
-        // the whole output) before anything reads it, or fails and the tensor is dropped.
-        let mut output = unsafe { Tensor::uninitialized::<f32>(&self.output_shape)? };
-        self.compute(
-            a.try_as_plain_ram()?.as_slice::<f32>()?,
-            b.try_as_plain_ram()?.as_slice::<f32>()?,
-            output.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?,
-        )?;
-        Ok(tvec!(output.into_tvalue()))
+        parallel::eval_product(inputs, &self.output_shape, |operands, output| {
+            let [a, b] = operands else {
+                bail!("a matrix product takes two operands");
+            };
+            self.compute(a, b, output)
+        })
     }
 }
 
