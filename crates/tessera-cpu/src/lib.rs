@@ -165,6 +165,17 @@ impl CpuSession {
         outputs.iter().map(|t| from_tract(t)).collect()
     }
 
+    /// The executor runs of `plan` use once its thread calibration has decided (the pool
+    /// until then).
+    fn executor_for(&self, plan: &Plan) -> Result<Executor> {
+        let decided = plan.calibration.lock().map_err(poisoned)?.decided();
+        Ok(match decided {
+            Some(Mode::SingleThread) => Executor::SingleThread,
+            _ if self.threads == 1 => Executor::SingleThread,
+            _ => self.executor.clone(),
+        })
+    }
+
     /// Builds (or fetches) the plan for these inputs without running it.
     pub fn prepare(&self, inputs: &[Tensor]) -> Result<()> {
         self.plan_for(inputs).map(drop)

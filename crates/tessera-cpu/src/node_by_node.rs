@@ -10,6 +10,7 @@ use tessera_core::error::{catch_panic, chain_message};
 use tessera_core::tract_bridge::from_tract;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::{Error, Result, Tensor};
+use tract_linalg::multithread::multithread_tract_scope;
 
 /// The time one node of the optimized plan took, summed over the profiled runs.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -36,37 +37,41 @@ pub struct NonFiniteNode {
 }
 
 impl CpuSession {
-    /// Runs the plan `runs` times, timing every node (the whole plan single-threaded in the
-    /// calling thread, so node times add up to the run).
+    /// Runs the plan `runs` times, timing every node. Nodes run one after another, each on the
+    /// executor the session's runs use for this plan (its pool once the thread calibration chose
+    /// it), so node times add up to the run and show which ops gain from more threads.
     pub fn profile(&self, inputs: Vec<Tensor>, runs: u32) -> Result<Vec<NodeTime>> {
         let (plan, _) = self.plan_for(&inputs)?;
+        let executor = self.executor_for(&plan)?;
         let values = self.runtime_inputs(inputs)?;
         let mut times: HashMap<usize, NodeTime> = HashMap::new();
         for _ in 0..runs {
             let mut state = plan.runnable.spawn().map_err(run_error)?;
             catch_panic("profiling the model", || {
-                state
-                    .run_plan_with_eval(values.clone(), |ctx, op_state, node, node_inputs| {
-                        let start = Instant::now();
-                        let out = tessera_core::tract_onnx::tract_core::plan::eval(
-                            ctx,
-                            op_state,
-                            node,
-                            node_inputs,
-                        );
-                        let elapsed = start.elapsed();
-                        let entry = times.entry(node.id).or_insert_with(|| NodeTime {
-                            node: node.name.clone(),
-                            op: node.op().name().to_string(),
-                            total: Duration::ZERO,
-                            runs: 0,
-                        });
-                        entry.total += elapsed;
-                        entry.runs += 1;
-                        out
-                    })
-                    .map(drop)
-                    .map_err(run_error)
+                multithread_tract_scope(executor.clone(), || {
+                    state
+                        .run_plan_with_eval(values.clone(), |ctx, op_state, node, node_inputs| {
+                            let start = Instant::now();
+                            let out = tessera_core::tract_onnx::tract_core::plan::eval(
+                                ctx,
+                                op_state,
+                                node,
+                                node_inputs,
+                            );
+                            let elapsed = start.elapsed();
+                            let entry = times.entry(node.id).or_insert_with(|| NodeTime {
+                                node: node.name.clone(),
+                                op: node.op().name().to_string(),
+                                total: Duration::ZERO,
+                                runs: 0,
+                            });
+                            entry.total += elapsed;
+                            entry.runs += 1;
+                            out
+                        })
+                        .map(drop)
+                        .map_err(run_error)
+                })
             })?;
         }
         let mut times: Vec<NodeTime> = times.into_values().collect();

@@ -67,19 +67,28 @@ impl FastBinChain {
             block = block.gcd(&(a.len() / b.len()));
         }
         let work = a.len() * self.steps.len();
-        par_chunks_mut(output, block, work, |first_block, chunk| {
-            for (k, out) in chunk.chunks_mut(block).enumerate() {
-                let start = (first_block + k) * block;
-                out.copy_from_slice(&a[start..][..block]);
+        // Tasks are ranges of elements (a block can be the whole tensor: scalar operands), each
+        // walked in pieces that stay in L1 while every step passes over them.
+        par_chunks_mut(output, 1, work, |start, chunk| {
+            let mut done = 0;
+            while done < chunk.len() {
+                let at = start + done;
+                let block_end = (at / block + 1) * block;
+                let len = (block_end - at).min(chunk.len() - done).min(PIECE);
+                let out = &mut chunk[done..][..len];
+                out.copy_from_slice(&a[at..][..len]);
                 for (step, b) in self.steps.iter().zip(operands) {
-                    let value = b[start / (a.len() / b.len())];
-                    apply(*step, out, value);
+                    apply(*step, out, b[at / (a.len() / b.len())]);
                 }
+                done += len;
             }
             Ok(())
         })
     }
 }
+
+/// Elements a chain applies its steps to at a time (16 KiB: stays in L1 across the steps).
+const PIECE: usize = 4096;
 
 /// `x = x op value` over `out`, one loop per operation so that each vectorizes. Max and Min
 /// keep a NaN `x` (NaN propagates, as ONNX's Relu, Max and Min do).
@@ -169,6 +178,26 @@ mod tests {
         for (i, (&x, &y)) in a.iter().zip(&out).enumerate() {
             let c = i / 49 % 3;
             assert_eq!(y, (x * scale[c] + shift[c]).max(0.0), "element {i}");
+        }
+    }
+
+    #[test]
+    fn long_blocks_and_scalars_on_a_pool_match_the_definition() {
+        use tract_linalg::multithread::{Executor, multithread_tract_scope};
+        // 3 blocks of 5000 (longer than a piece, not a multiple of it) and a scalar operand,
+        // split into tasks on two threads.
+        let a: Vec<f32> = (0..15_000).map(|i| (i % 97) as f32 - 48.0).collect();
+        let chain = FastBinChain {
+            steps: vec![BinOp::Add, BinOp::Max, BinOp::Min],
+        };
+        let mut out = vec![f32::NAN; a.len()];
+        multithread_tract_scope(Executor::multithread(2), || {
+            chain.compute(&a, &[&[1.0, 2.0, 3.0], &[0.0], &[6.0]], &mut out)
+        })
+        .unwrap();
+        for (i, (&x, &y)) in a.iter().zip(&out).enumerate() {
+            let shift = [1.0, 2.0, 3.0][i / 5000];
+            assert_eq!(y, (x + shift).clamp(0.0, 6.0), "element {i}");
         }
     }
 
