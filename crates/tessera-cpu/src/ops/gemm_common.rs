@@ -25,9 +25,9 @@ impl SharedOutput {
     }
 }
 
-/// `dst = lhs · rhs` (`dst` is written, not read) for an `m × k` by `k × n` product, on the calling
-/// thread, through the kernel gemm-f32 picked for this CPU. Strides are in elements: `*_cs`
-/// between columns, `*_rs` between rows.
+/// `dst = lhs · rhs` (`dst` is written, not read), or `dst += lhs · rhs` when `accumulate`, for
+/// an `m × k` by `k × n` product, on the calling thread, through the kernel gemm-f32 picked for
+/// this CPU. Strides are in elements: `*_cs` between columns, `*_rs` between rows.
 ///
 /// SAFETY: every element the strides reach must lie inside its buffer; no other thread may
 /// touch the part of `dst` written.
@@ -40,6 +40,7 @@ pub unsafe fn product(
     (lhs_cs, lhs_rs): (usize, usize),
     rhs: *const f32,
     (rhs_cs, rhs_rs): (usize, usize),
+    accumulate: bool,
 ) {
     let kernel = gemm_f32::gemm::f32::get_gemm_fn();
     // The microkernel writes columns: a row-major `dst` is computed as `dstᵀ = rhsᵀ · lhsᵀ`
@@ -60,7 +61,7 @@ pub unsafe fn product(
                 (rhs, rhs_cs, rhs_rs),
             )
         };
-    // SAFETY: the caller's conditions; alpha 0 with `read_dst` false leaves `dst` unread.
+    // SAFETY: the caller's conditions; with `read_dst` false, `dst` is not read.
     unsafe {
         kernel(
             m,
@@ -69,14 +70,14 @@ pub unsafe fn product(
             dst,
             dst_cs as isize,
             dst_rs as isize,
-            false,
+            accumulate,
             lhs,
             lhs_cs as isize,
             lhs_rs as isize,
             rhs,
             rhs_cs as isize,
             rhs_rs as isize,
-            0.0,
+            1.0,
             1.0,
             false,
             false,

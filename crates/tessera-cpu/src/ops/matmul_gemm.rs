@@ -258,6 +258,7 @@ impl FastMatMul {
                     (self.k.a, self.m.a),
                     b.as_ptr().add(b_at),
                     (self.n.b, self.k.b),
+                    false,
                 );
                 if !self.epilogue.is_empty() {
                     self.finish(&out, c_at, (first_row, rows), (first_column, columns));
