@@ -1,90 +1,162 @@
-//! Chains of element-wise Mul/Add/Sub/Min/Max whose every operand holds one value per block of
-//! the f32 accumulator (a BatchNorm's per-channel scale and shift, a ReLU's 0), replacing tract's
-//! `OptBinChain` in cpu plans. tract updates the accumulator in place, so when another op still
-//! reads it (DenseNet's concatenations feed every later layer) it is copied first, and it takes
-//! its chunked path only when the block length is a multiple of the vector width (not 14×14 or
-//! 7×7 planes): DenseNet-121's BatchNorm + ReLU chains took 29.6 of its 181 ms per run
-//! (onnxruntime's Add and Relu: 7). Here each block is read once and written once to a new
-//! tensor, every step applied while the block is in cache, in loops LLVM vectorizes.
+//! Element-wise Mul/Add/Sub/Min/Max on f32 with operands that repeat along the accumulator:
+//! one value per block of it (a BatchNorm's per-channel scale and shift, a ReLU's 0, a scalar)
+//! or a row it reads in lock-step (a tensor of its own shape, or a suffix of it). Replaces, in
+//! cpu plans, tract's `OptBinChain` and the single-step `OptBinByScalar` / `OptBinUnicast`.
+//!
+//! tract updates the accumulator in place, so when another op still reads it (DenseNet's
+//! concatenations feed every later layer) it is copied first; it splits the work by blocks, so a
+//! scalar operand (one block: the whole tensor) runs on one thread, each step in its own pass
+//! over it; and its chunked path wants blocks a multiple of the vector width (not 14×14 or 7×7
+//! planes). DenseNet-121's BatchNorm + ReLU chains took 29.6 of its 181 ms per run (onnxruntime's
+//! Add and Relu: 7); ppocrv4_det's hard-swish pieces over 32×320×320 values 23 ms at 1 and 2
+//! threads. Here the output is written in pieces that stay in L1 while every step passes over
+//! them, pieces are the pool's tasks, and the loops are ones LLVM vectorizes.
 
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::num_integer::Integer;
 use tessera_core::tract_onnx::tract_core::internal::*;
-use tessera_core::tract_onnx::tract_core::ops::binary::OptBinChain;
+use tessera_core::tract_onnx::tract_core::ops::binary::{
+    BinMiniOp, OptBinByScalar, OptBinChain, OptBinUnicast,
+};
+use tessera_core::tract_onnx::tract_core::ops::math;
 use tract_linalg::BinOp;
 use tract_linalg::multithread::{BShare, par_chunks_mut};
 
+/// How a step's operand lines up with the accumulator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Share {
+    /// One value per block: `a.len() / b.len()` consecutive values of `a` take `b[i]`.
+    PerBlock,
+    /// A row `a` reads in lock-step, again and again: `a[j]` takes `b[j % b.len()]`.
+    Row,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct FastBinChain {
-    /// The operation of each step; step `i`'s operand is input `i + 1`.
-    pub steps: Vec<BinOp>,
+    /// The operation of each step and how its operand (input `i + 1`) repeats.
+    pub steps: Vec<(BinOp, Share)>,
 }
 
 impl FastBinChain {
-    /// The fast version of `chain` on operands of these shapes (the accumulator's first) when it
-    /// applies: every step shares one operand value per block of the accumulator (no lock-step
-    /// rows), and the blocks are long enough to vectorize (shorter ones stay with tract, whose
-    /// short-period path repeats the operand instead). The datum type is checked by the caller.
-    pub fn for_op(chain: &OptBinChain, shapes: &[Vec<usize>]) -> Option<FastBinChain> {
-        const SHORTEST_BLOCK: usize = 16;
+    /// The fast version of tract's chain `op` (`OptBinChain`, or one step as `OptBinByScalar` /
+    /// `OptBinUnicast`) on operands of these shapes (the accumulator's first), when it applies:
+    /// the operands repeat in pieces long enough to vectorize (shorter ones stay with tract,
+    /// whose short-period path repeats the operand instead). The datum types are checked by
+    /// the caller.
+    pub fn for_op(op: &dyn Op, shapes: &[Vec<usize>]) -> Option<FastBinChain> {
+        const SHORTEST_UNIT: usize = 16;
+        let steps: Vec<(BinOp, Share)> = if let Some(chain) = op.downcast_ref::<OptBinChain>() {
+            let share = |s: BShare| match s {
+                BShare::PerBlock => Share::PerBlock,
+                BShare::Lockstep => Share::Row,
+            };
+            chain
+                .steps
+                .iter()
+                .map(|s| (s.linalg_op, share(s.share)))
+                .collect()
+        } else if let Some(op) = op.downcast_ref::<OptBinByScalar>() {
+            vec![(op.linalg_op, Share::PerBlock)]
+        } else if let Some(op) = op.downcast_ref::<OptBinUnicast>() {
+            vec![(linalg_op(&*op.binop)?, Share::Row)]
+        } else {
+            return None;
+        };
+        let chain = FastBinChain { steps };
         let (a, operands) = shapes.split_first()?;
         let a_len: usize = a.iter().product();
-        let mut block = a_len;
-        for b in operands {
-            let b_len: usize = b.iter().product();
+        let lens: Vec<usize> = operands.iter().map(|b| b.iter().product()).collect();
+        (operands.len() == chain.steps.len()
+            && chain.unit(a_len, &lens).is_some_and(|u| u >= SHORTEST_UNIT))
+        .then_some(chain)
+    }
+
+    /// The longest run of the accumulator over which every operand is one value or one
+    /// contiguous stretch: the gcd of the blocks and rows. None when an operand does not
+    /// divide the accumulator.
+    fn unit(&self, a_len: usize, operand_lens: &[usize]) -> Option<usize> {
+        let mut unit = a_len;
+        for (&(_, share), &b_len) in self.steps.iter().zip(operand_lens) {
             if b_len == 0 || !a_len.is_multiple_of(b_len) {
                 return None;
             }
-            block = block.gcd(&(a_len / b_len));
+            unit = unit.gcd(&match share {
+                Share::PerBlock => a_len / b_len,
+                Share::Row => b_len,
+            });
         }
-        let per_block = chain.steps.iter().all(|s| s.share == BShare::PerBlock);
-        (per_block && operands.len() == chain.steps.len() && block >= SHORTEST_BLOCK).then(|| {
-            FastBinChain {
-                steps: chain.steps.iter().map(|s| s.linalg_op).collect(),
-            }
-        })
+        Some(unit)
     }
 
-    /// `output` = `a` with each step applied in order, step `i` taking `operands[i][j]` for the
-    /// `j`-th of its `operands[i].len()` equal blocks of `a`.
+    /// `output` = `a` with each step applied in order, step `i` taking `operands[i]` as its
+    /// share says.
     pub fn compute(&self, a: &[f32], operands: &[&[f32]], output: &mut [f32]) -> TractResult<()> {
-        ensure!(operands.len() == self.steps.len(), "one operand per step");
         ensure!(
             output.len() == a.len(),
             "the chain's output has its input's size"
         );
-        if a.is_empty() {
+        self.run(Some(a), operands, output)
+    }
+
+    /// [`Self::compute`] with `a`'s values in `output` already (the accumulator updated in place).
+    pub fn compute_in_place(&self, operands: &[&[f32]], output: &mut [f32]) -> TractResult<()> {
+        self.run(None, operands, output)
+    }
+
+    /// `output` = `a` (or, with `None`, `output` itself) with each step applied.
+    fn run(&self, a: Option<&[f32]>, operands: &[&[f32]], output: &mut [f32]) -> TractResult<()> {
+        ensure!(operands.len() == self.steps.len(), "one operand per step");
+        let total = output.len();
+        if total == 0 {
             return Ok(());
         }
-        let mut block = a.len();
-        for b in operands {
-            ensure!(
-                !b.is_empty() && a.len().is_multiple_of(b.len()),
-                "an operand of {} values does not divide the accumulator's {}",
-                b.len(),
-                a.len()
-            );
-            block = block.gcd(&(a.len() / b.len()));
-        }
-        let work = a.len() * self.steps.len();
+        let lens: Vec<usize> = operands.iter().map(|b| b.len()).collect();
+        let Some(unit) = self.unit(total, &lens) else {
+            bail!("an operand of the chain does not divide its accumulator of {total} values");
+        };
+        let work = total * self.steps.len();
         // Tasks are ranges of elements (a block can be the whole tensor: scalar operands), each
         // walked in pieces that stay in L1 while every step passes over them.
         par_chunks_mut(output, 1, work, |start, chunk| {
             let mut done = 0;
             while done < chunk.len() {
                 let at = start + done;
-                let block_end = (at / block + 1) * block;
-                let len = (block_end - at).min(chunk.len() - done).min(PIECE);
+                let unit_end = (at / unit + 1) * unit;
+                let len = (unit_end - at).min(chunk.len() - done).min(PIECE);
                 let out = &mut chunk[done..][..len];
-                out.copy_from_slice(&a[at..][..len]);
-                for (step, b) in self.steps.iter().zip(operands) {
-                    apply(*step, out, b[at / (a.len() / b.len())]);
+                if let Some(a) = a {
+                    out.copy_from_slice(&a[at..][..len]);
+                }
+                for (&(op, share), b) in self.steps.iter().zip(operands) {
+                    match share {
+                        Share::PerBlock => apply(op, out, b[at / (total / b.len())]),
+                        Share::Row => apply_row(op, out, &b[at % b.len()..][..len]),
+                    }
                 }
                 done += len;
             }
             Ok(())
         })
     }
+}
+
+/// The linalg operation of one of tract's element-wise binary ops, when it has one.
+fn linalg_op(op: &dyn BinMiniOp) -> Option<BinOp> {
+    Some(if op.is::<math::Add>() {
+        BinOp::Add
+    } else if op.is::<math::Mul>() {
+        BinOp::Mul
+    } else if op.is::<math::Sub>() {
+        BinOp::Sub
+    } else if op.is::<math::SubF>() {
+        BinOp::SubF
+    } else if op.is::<math::Max>() {
+        BinOp::Max
+    } else if op.is::<math::Min>() {
+        BinOp::Min
+    } else {
+        return None;
+    })
 }
 
 /// Elements a chain applies its steps to at a time (16 KiB: stays in L1 across the steps).
@@ -108,9 +180,23 @@ fn apply(op: BinOp, out: &mut [f32], value: f32) {
     }
 }
 
+/// `x = x op b` element by element over `out` and `row` (as long as `out`).
+#[inline]
+fn apply_row(op: BinOp, out: &mut [f32], row: &[f32]) {
+    let pairs = out.iter_mut().zip(row);
+    match op {
+        BinOp::Add => pairs.for_each(|(x, b)| *x += b),
+        BinOp::Mul => pairs.for_each(|(x, b)| *x *= b),
+        BinOp::Sub => pairs.for_each(|(x, b)| *x -= b),
+        BinOp::SubF => pairs.for_each(|(x, b)| *x = b - *x),
+        BinOp::Max => pairs.for_each(|(x, b)| *x = if *x < *b { *b } else { *x }),
+        BinOp::Min => pairs.for_each(|(x, b)| *x = if *x > *b { *b } else { *x }),
+    }
+}
+
 impl Op for FastBinChain {
     fn name(&self) -> StaticName {
-        let names: Vec<String> = self.steps.iter().map(|s| format!("{s:?}")).collect();
+        let names: Vec<String> = self.steps.iter().map(|(op, _)| format!("{op:?}")).collect();
         format!("FastBinChain({})", names.join("+")).into()
     }
 
@@ -120,24 +206,36 @@ impl Op for FastBinChain {
 impl EvalOp for FastBinChain {
     op_out_of_plan!();
 
-    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+    fn eval(&self, _ctx: &EvalContext, mut inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         ensure!(
             inputs.len() == self.steps.len() + 1,
             "a chain takes one operand per step"
         );
-        let a = &inputs[0];
-        // SAFETY: f32 has no invalid bit patterns, and `compute` writes every element (the
-        // blocks tile the accumulator) or fails, dropping the tensor unread.
-        let mut output = unsafe { Tensor::uninitialized::<f32>(a.shape())? };
-        let operands = inputs[1..]
+        let a = inputs.remove(0);
+        let operands = inputs
             .iter()
             .map(|b| b.try_as_plain_ram().and_then(|b| b.as_slice::<f32>()))
             .collect::<TractResult<Vec<&[f32]>>>()?;
-        self.compute(
-            a.try_as_plain_ram()?.as_slice::<f32>()?,
-            &operands,
-            output.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?,
-        )?;
+        // An accumulator no other op reads (nor this one twice: each use holds a reference) is
+        // updated in place: no second tensor to allocate and write beside the one read.
+        let output = if a.is_exclusive() {
+            let mut output = a.into_tensor();
+            self.compute_in_place(
+                &operands,
+                output.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?,
+            )?;
+            output
+        } else {
+            // SAFETY: f32 has no invalid bit patterns, and `compute` writes every element (the
+            // pieces tile the accumulator) or fails, dropping the tensor unread.
+            let mut output = unsafe { Tensor::uninitialized::<f32>(a.shape())? };
+            self.compute(
+                a.try_as_plain_ram()?.as_slice::<f32>()?,
+                &operands,
+                output.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?,
+            )?;
+            output
+        };
         Ok(tvec!(output.into_tvalue()))
     }
 }
@@ -158,6 +256,38 @@ impl TypedOp for FastBinChain {
 mod tests {
     use super::*;
 
+    fn per_block(ops: &[BinOp]) -> Vec<(BinOp, Share)> {
+        ops.iter().map(|&op| (op, Share::PerBlock)).collect()
+    }
+
+    #[test]
+    fn rows_read_in_lock_step_mix_with_per_block_operands() {
+        use tract_linalg::multithread::{Executor, multithread_tract_scope};
+        // x · y (same shape) − per-channel shift, then max with a row of 6000 (a suffix of the
+        // shape, repeated over 2 images), scale by a scalar: 2 × 3 × 2000 values, on two threads.
+        let a: Vec<f32> = (0..12_000).map(|i| (i % 89) as f32 - 40.0).collect();
+        let y: Vec<f32> = (0..12_000).map(|i| (i % 7) as f32 / 4.0).collect();
+        let shift = [0.5, -1.0, 2.0, 0.0, 1.0, -2.0];
+        let row: Vec<f32> = (0..6000).map(|i| (i % 13) as f32 - 6.0).collect();
+        let chain = FastBinChain {
+            steps: vec![
+                (BinOp::Mul, Share::Row),
+                (BinOp::Sub, Share::PerBlock),
+                (BinOp::Max, Share::Row),
+                (BinOp::Mul, Share::PerBlock),
+            ],
+        };
+        let mut out = vec![f32::NAN; a.len()];
+        multithread_tract_scope(Executor::multithread(2), || {
+            chain.compute(&a, &[&y, &shift, &row, &[0.5]], &mut out)
+        })
+        .unwrap();
+        for i in 0..a.len() {
+            let want = (a[i] * y[i] - shift[i / 2000]).max(row[i % 6000]) * 0.5;
+            assert_eq!(out[i], want, "element {i}");
+        }
+    }
+
     #[test]
     fn per_channel_scale_shift_and_relu_over_planes_of_any_length() {
         // 2 images × 3 channels of 7×7 (49: not a multiple of any vector width).
@@ -166,7 +296,7 @@ mod tests {
             .collect();
         let (scale, shift, zero) = ([0.5, -2.0, 1.5], [1.0, 0.25, -3.0], [0.0]);
         let chain = FastBinChain {
-            steps: vec![BinOp::Mul, BinOp::Add, BinOp::Max],
+            steps: per_block(&[BinOp::Mul, BinOp::Add, BinOp::Max]),
         };
         let mut out = vec![f32::NAN; a.len()];
         // Per channel: the operand has one value per plane of 49, repeating over the 2 images.
@@ -188,7 +318,7 @@ mod tests {
         // split into tasks on two threads.
         let a: Vec<f32> = (0..15_000).map(|i| (i % 97) as f32 - 48.0).collect();
         let chain = FastBinChain {
-            steps: vec![BinOp::Add, BinOp::Max, BinOp::Min],
+            steps: per_block(&[BinOp::Add, BinOp::Max, BinOp::Min]),
         };
         let mut out = vec![f32::NAN; a.len()];
         multithread_tract_scope(Executor::multithread(2), || {
@@ -205,7 +335,7 @@ mod tests {
     fn sub_subf_min_follow_their_operand_order() {
         let a = [1.0f32, 4.0, -2.0, 8.0];
         let chain = FastBinChain {
-            steps: vec![BinOp::Sub, BinOp::SubF, BinOp::Min],
+            steps: per_block(&[BinOp::Sub, BinOp::SubF, BinOp::Min]),
         };
         let mut out = [0.0; 4];
         chain
@@ -218,7 +348,7 @@ mod tests {
     #[test]
     fn an_operand_that_does_not_divide_the_accumulator_is_an_error() {
         let chain = FastBinChain {
-            steps: vec![BinOp::Add],
+            steps: per_block(&[BinOp::Add]),
         };
         let mut out = [0.0; 4];
         assert!(chain.compute(&[1.0; 4], &[&[1.0; 3]], &mut out).is_err());

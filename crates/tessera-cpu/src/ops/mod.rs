@@ -149,10 +149,17 @@ fn all_inputs_f32(model: &TypedModel, node: &TypedNode) -> bool {
     })
 }
 
+/// Whether `node` has one output, of f32.
+fn output_is_f32(model: &TypedModel, node: &TypedNode) -> bool {
+    node.outputs.len() == 1
+        && model
+            .outlet_fact(node.id.into())
+            .is_ok_and(|f| f.datum_type == f32::datum_type())
+}
+
 /// Replaces, in place, the ops of an optimized plan that have a faster cpu version here. After
 /// tract's optimizer, not before: its QDQ pass looks for its own quantize ops.
 pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
-    use tessera_core::tract_onnx::tract_core::ops::binary::OptBinChain;
     use tessera_core::tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
     use tessera_core::tract_onnx::tract_core::ops::quant::DequantizeLinearF32;
     for id in 0..model.nodes().len() {
@@ -167,10 +174,11 @@ pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
         } else if let Some(op) = node.op_as::<DequantizeLinearF32>() {
             let fast = FastDequantizeLinear::for_op(op);
             model.node_mut(id).op = Box::new(fast);
-        } else if let Some(fast) = node
-            .op_as::<OptBinChain>()
-            .filter(|_| all_inputs_f32(model, node))
-            .and_then(|chain| FastBinChain::for_op(chain, &concrete_input_shapes(model, node)?))
+        } else if let Some(fast) = Some(node)
+            .filter(|_| all_inputs_f32(model, node) && output_is_f32(model, node))
+            .and_then(|node| {
+                FastBinChain::for_op(node.op.as_op(), &concrete_input_shapes(model, node)?)
+            })
         {
             model.node_mut(id).op = Box::new(fast);
         }
