@@ -60,6 +60,9 @@ pub struct FastConv {
     pub output_shape: TVec<usize>,
     /// Fused after the bias: operands per output channel (the rows) or scalars.
     pub epilogue: Epilogue,
+    /// The kernel input is laid out tap by tap ([`FastConv::kernel_by_tap`]), as the plan
+    /// rearranged a constant kernel once; otherwise it is ONNX's `[M, C/group, kh, kw]`.
+    pub kernel_by_tap: bool,
 }
 
 // The epilogue's values are never NaN (see `gemm_common::step_after`): equality is an equivalence.
@@ -125,6 +128,7 @@ impl FastConv {
             spatial,
             output_shape,
             epilogue: Epilogue::default(),
+            kernel_by_tap: false,
         })
     }
 
@@ -133,6 +137,38 @@ impl FastConv {
         let positions = self.window.rows.output * self.window.cols.output;
         positions >= super::gemm_common::MIN_SIDE
             && self.out_channels / self.group >= super::gemm_common::MIN_SIDE
+    }
+
+    /// 1×1, unit stride, no padding: the input planes are the matrix, nothing to gather.
+    fn direct(&self) -> bool {
+        let unit =
+            |a: &Axis| a.kernel == 1 && a.stride == 1 && a.pad_before == 0 && a.output == a.input;
+        unit(&self.window.rows) && unit(&self.window.cols)
+    }
+
+    /// Whether runs read the kernel tap by tap: a plan with a constant kernel rearranges it once
+    /// ([`Self::kernel_by_tap`]) and sets [`FastConv::kernel_by_tap`].
+    pub fn reads_kernel_by_tap(&self) -> bool {
+        self.shifted_taps().is_some()
+    }
+
+    /// `kernel` (ONNX's `[M, C/group, kh, kw]`) tap by tap: `[kh·kw][M][C/group]`, so that each
+    /// tap's weights are a plain row-major matrix, which gemm reads without packing.
+    pub fn kernel_by_tap(&self, kernel: &[f32]) -> Vec<f32> {
+        let taps = self.window.rows.kernel * self.window.cols.kernel;
+        let group_in = self.in_channels / self.group.max(1);
+        let tap_len = self.out_channels * group_in;
+        let mut by_tap = vec![0.0f32; taps * tap_len];
+        for (o, filter) in kernel.chunks_exact((group_in * taps).max(1)).enumerate() {
+            for (i, window) in filter.chunks_exact(taps.max(1)).enumerate() {
+                for (tap, &w) in window.iter().enumerate() {
+                    if let Some(slot) = by_tap.get_mut(tap * tap_len + o * group_in + i) {
+                        *slot = w;
+                    }
+                }
+            }
+        }
+        by_tap
     }
 
     /// Where the channels are in the output: just before the spatial axes.
@@ -176,8 +212,6 @@ impl FastConv {
                 && output == batch * self.out_channels * out_plane,
             "convolution input or output size differs from the plan's"
         );
-        let unit =
-            |a: &Axis| a.kernel == 1 && a.stride == 1 && a.pad_before == 0 && a.output == a.input;
         // A multiple of 64 (gemm's row panel), so that gemm reads the gathered tile as it is
         // instead of packing a copy of it.
         let tile = (TILE_FLOATS / depth / 64 * 64)
@@ -192,7 +226,7 @@ impl FastConv {
             out_plane,
             tile,
             tiles: out_plane.div_ceil(tile),
-            direct: unit(&r) && unit(&c),
+            direct: self.direct(),
         })
     }
 
@@ -209,9 +243,13 @@ impl FastConv {
         if output.is_empty() {
             return Ok(());
         }
-        if let Some(shifted) = self.shifted_taps(&l) {
+        if let Some(shifted) = self.shifted_taps() {
             return self.compute_shifted(&l, &shifted, input, kernel, bias, output);
         }
+        ensure!(
+            !self.kernel_by_tap,
+            "a kernel laid out by tap for a convolution that gathers"
+        );
         // Column tiles are the parallel work; when there are too few for the threads (small
         // planes, late layers), each is also split across output channels.
         let threads = parallel::threads();
@@ -290,10 +328,10 @@ impl FastConv {
     /// (`kw - 1` extra columns each, dropped after), so planes narrower than 4× that stay on the
     /// gathered path (on 7×7 planes the taps' products are too small: 512 channels of a 3×3
     /// convolution took 7.7 ms this way, 3.3 gathered; 14×14 and wider gained 10-25%).
-    fn shifted_taps(&self, l: &Layout) -> Option<Shifted> {
+    fn shifted_taps(&self) -> Option<Shifted> {
         let (r, c) = (self.window.rows, self.window.cols);
         let reach = |a: &Axis| (a.kernel - 1) * a.dilation;
-        if l.direct || r.stride != 1 || c.stride != 1 || c.output < 4 * reach(&c).max(1) {
+        if self.direct() || r.stride != 1 || c.stride != 1 || c.output < 4 * reach(&c).max(1) {
             return None;
         }
         let (width, height) = (c.output + reach(&c), r.output + reach(&r));
@@ -352,18 +390,15 @@ impl FastConv {
     ) -> TractResult<()> {
         let (r, c) = (self.window.rows, self.window.cols);
         let padded_plane = s.width * s.height;
-        // The kernel tap by tap (`[tap][out channel][input channel of the group]`): each tap's
-        // weights are then a plain row-major matrix, which gemm reads without packing.
-        let taps = r.kernel * c.kernel;
         let tap_len = self.out_channels * l.group_in;
-        let mut by_tap = vec![0.0f32; taps * tap_len];
-        for (o, filter) in kernel.chunks_exact(l.depth).enumerate() {
-            for (i, window) in filter.chunks_exact(taps).enumerate() {
-                for (tap, &w) in window.iter().enumerate() {
-                    by_tap[tap * tap_len + o * l.group_in + i] = w;
-                }
-            }
-        }
+        // A kernel that is not a constant of the plan is rearranged here, on every run.
+        let rearranged;
+        let by_tap: &[f32] = if self.kernel_by_tap {
+            kernel
+        } else {
+            rearranged = self.kernel_by_tap(kernel);
+            &rearranged
+        };
         let threads = parallel::threads();
         let column_tasks = l.batch * self.group * s.tiles;
         let parts = if column_tasks >= 2 * threads {
@@ -744,6 +779,7 @@ mod tests {
             spatial: 2,
             output_shape,
             epilogue: Epilogue::default(),
+            kernel_by_tap: false,
         }
     }
 
@@ -784,10 +820,21 @@ mod tests {
                 ] {
                     op.epilogue = epilogue;
                     let expected = reference(&op, &input, &kernel, &bias);
-                    for threads in [1, 2] {
+                    // Where the convolution reads its kernel by tap, also as a plan gives it:
+                    // rearranged once, beforehand.
+                    let mut by_tap = op.clone();
+                    by_tap.kernel_by_tap = true;
+                    let mut variants = vec![(&op, kernel.clone())];
+                    if op.reads_kernel_by_tap() {
+                        variants.push((&by_tap, op.kernel_by_tap(&kernel)));
+                    }
+                    for (threads, (op, kernel)) in [1, 2]
+                        .into_iter()
+                        .flat_map(|t| variants.iter().map(move |v| (t, v)))
+                    {
                         let mut out = vec![f32::NAN; op.output_shape.iter().product()];
                         multithread_tract_scope(Executor::multithread(threads), || {
-                            op.compute(&input, &kernel, &bias, &mut out)
+                            op.compute(&input, kernel, &bias, &mut out)
                         })
                         .unwrap();
                         for (i, (got, want)) in out.iter().zip(&expected).enumerate() {

@@ -117,6 +117,7 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
                 .and_then(|conv| FastConv::for_op(conv, &shape))
                 .filter(FastConv::worth_it)
             {
+                let fast = kernel_by_tap(model, id, fast)?;
                 model.node_mut(id).op = Box::new(fast);
             }
         }
@@ -127,6 +128,29 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
         gemm_common::fuse_epilogues::<FastMatMul>(model)?;
     }
     Ok(())
+}
+
+/// `conv` with its constant kernel rearranged tap by tap once, here, when its runs read it so
+/// (instead of rearranging it on every run: 2.4 MB for 256 channels of a 3×3 convolution, on
+/// one thread). A kernel computed at run time stays as it is.
+#[cfg(not(target_family = "wasm"))]
+fn kernel_by_tap(model: &mut TypedModel, id: usize, conv: FastConv) -> TractResult<FastConv> {
+    let kernel_outlet = model.node(id).inputs[1];
+    let Some(kernel) = model.outlet_fact(kernel_outlet)?.konst.clone() else {
+        return Ok(conv);
+    };
+    if !conv.reads_kernel_by_tap() {
+        return Ok(conv);
+    }
+    let values = conv.kernel_by_tap(kernel.try_as_plain_ram()?.as_slice::<f32>()?);
+    let name = format!("{}.kernel_by_tap", model.node(id).name);
+    let shape = [values.len()];
+    let constant = model.add_const(name, tensor1(&values).into_shape(&shape)?)?;
+    model.add_edge(constant, InletId::new(id, 1))?;
+    Ok(FastConv {
+        kernel_by_tap: true,
+        ..conv
+    })
 }
 
 /// The shapes of `node`'s inputs, when all are known.
