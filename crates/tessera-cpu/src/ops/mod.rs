@@ -186,6 +186,8 @@ fn output_is_f32(model: &TypedModel, node: &TypedNode) -> bool {
 pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
     use tessera_core::tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
     use tessera_core::tract_onnx::tract_core::ops::quant::DequantizeLinearF32;
+    // Before the loop below turns the PRelu's product into a chain of its own.
+    bin_chain::fuse_prelu(model)?;
     for id in 0..model.nodes().len() {
         let node = model.node(id);
         let f32_input = first_input_is_f32(model, node);
