@@ -5,6 +5,8 @@ For each model (shared/models/NAME, fed its test_data_set_0 inputs), at one thre
 Tessera's per-op profile (`tessera bench --profile-json`: tract's optimized plan timed node by
 node) and onnxruntime's own profiler (`SessionOptions.enable_profiling`, kernel time per node),
 each summed per op type and per run, printed as two side-by-side columns (slowest first).
+At more than one thread, Tessera's nodes run on the executor its runs chose (the pool once the
+calibration picked it), one node after another, so the columns show which ops gain from threads.
 Tessera's op types are tract's optimized ops (a Conv is an `OptMatMul` after im2col, for
 instance); onnxruntime's are its kernels' ONNX op types (after its own fusions: `FusedConv`...).
 
