@@ -25,6 +25,47 @@ const TILE_FLOATS: usize = 1 << 19;
 const MIN_TILE: usize = 128;
 const MAX_TILE: usize = 1024;
 
+/// A convolution's parallel work ([`FastConv::tasks`]).
+struct Tasks {
+    group: usize,
+    tiles: usize,
+    group_out: usize,
+    column_tasks: usize,
+    rows_per_block: usize,
+    row_blocks: usize,
+}
+
+/// One task: image `b`, group `g`, a tile, and output channels `first_row..first_row + rows`
+/// of the group (none when the last block is empty).
+struct Task {
+    b: usize,
+    g: usize,
+    tile: usize,
+    first_row: usize,
+    rows: usize,
+}
+
+impl Tasks {
+    fn count(&self) -> usize {
+        self.column_tasks * self.row_blocks
+    }
+
+    fn task(&self, i: usize) -> Task {
+        let (column_task, block) = (i / self.row_blocks, i % self.row_blocks);
+        let (plane_group, tile) = (column_task / self.tiles, column_task % self.tiles);
+        let first_row = block * self.rows_per_block;
+        Task {
+            b: plane_group / self.group,
+            g: plane_group % self.group,
+            tile,
+            first_row,
+            rows: self
+                .rows_per_block
+                .min(self.group_out.saturating_sub(first_row)),
+        }
+    }
+}
+
 /// Positions a tile of the shifted-taps path covers at most (whole padded rows, at least one).
 const SHIFTED_SPAN: usize = 1024;
 
@@ -139,6 +180,27 @@ impl FastConv {
             && self.out_channels / self.group >= super::gemm_common::MIN_SIDE
     }
 
+    /// The parallel work over `batch` images of `tiles` tiles per channel group: the tiles, and
+    /// when they are too few for the threads (small planes, late layers), each split across
+    /// blocks of output channels.
+    fn tasks(&self, batch: usize, tiles: usize, group_out: usize) -> Tasks {
+        let column_tasks = batch * self.group * tiles;
+        let parts = if column_tasks >= 2 * parallel::threads() {
+            1
+        } else {
+            parallel::threads()
+        };
+        let (rows_per_block, row_blocks) = parallel::blocks(group_out, parts, 16);
+        Tasks {
+            group: self.group,
+            tiles,
+            group_out,
+            column_tasks,
+            rows_per_block,
+            row_blocks,
+        }
+    }
+
     /// 1×1, unit stride, no padding: the input planes are the matrix, nothing to gather.
     fn direct(&self) -> bool {
         let unit =
@@ -250,24 +312,17 @@ impl FastConv {
             !self.kernel_by_tap,
             "a kernel laid out by tap for a convolution that gathers"
         );
-        // Column tiles are the parallel work; when there are too few for the threads (small
-        // planes, late layers), each is also split across output channels.
-        let threads = parallel::threads();
-        let column_tasks = l.batch * self.group * l.tiles;
-        let parts = if column_tasks >= 2 * threads {
-            1
-        } else {
-            threads
-        };
-        let (rows_per_block, row_blocks) = parallel::blocks(l.group_out, parts, 16);
+        let tasks = self.tasks(l.batch, l.tiles, l.group_out);
         let out = SharedOutput::new(output);
         let scratch_len = if l.direct { 0 } else { l.depth * l.tile };
-        parallel::for_each(column_tasks * row_blocks, scratch_len, |scratch, task| {
-            let (column_task, block) = (task / row_blocks, task % row_blocks);
-            let (plane_group, tile) = (column_task / l.tiles, column_task % l.tiles);
-            let (b, g) = (plane_group / self.group, plane_group % self.group);
-            let first_row = block * rows_per_block;
-            let rows = rows_per_block.min(l.group_out.saturating_sub(first_row));
+        parallel::for_each(tasks.count(), scratch_len, |scratch, task| {
+            let Task {
+                b,
+                g,
+                tile,
+                first_row,
+                rows,
+            } = tasks.task(task);
             let start = tile * l.tile;
             let width = l.tile.min(l.out_plane - start);
             if rows == 0 {
@@ -403,14 +458,7 @@ impl FastConv {
             rearranged = self.kernel_by_tap(kernel);
             &rearranged
         };
-        let threads = parallel::threads();
-        let column_tasks = l.batch * self.group * s.tiles;
-        let parts = if column_tasks >= 2 * threads {
-            1
-        } else {
-            threads
-        };
-        let (rows_per_block, row_blocks) = parallel::blocks(l.group_out, parts, 16);
+        let tasks = self.tasks(l.batch, s.tiles, l.group_out);
         // Positions of a tile in padded-row coordinates: the last row's extra columns are cut,
         // then, over copied planes, rounded up to a multiple of 16 (the slack after the last
         // plane covers it) so that gemm reads the planes as they are instead of packing them.
@@ -425,14 +473,16 @@ impl FastConv {
         let span = span_of(s.tile_rows);
         let out = SharedOutput::new(output);
         parallel::for_each(
-            column_tasks * row_blocks,
-            rows_per_block * span,
+            tasks.count(),
+            tasks.rows_per_block * span,
             |scratch, task| {
-                let (column_task, block) = (task / row_blocks, task % row_blocks);
-                let (plane_group, tile) = (column_task / s.tiles, column_task % s.tiles);
-                let (b, g) = (plane_group / self.group, plane_group % self.group);
-                let first_row = block * rows_per_block;
-                let rows = rows_per_block.min(l.group_out.saturating_sub(first_row));
+                let Task {
+                    b,
+                    g,
+                    tile,
+                    first_row,
+                    rows,
+                } = tasks.task(task);
                 let first_y = tile * s.tile_rows;
                 let tile_rows = s.tile_rows.min(r.output - first_y);
                 if rows == 0 {
