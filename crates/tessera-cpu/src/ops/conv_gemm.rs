@@ -274,10 +274,14 @@ impl FastConv {
                 && output == batch * self.out_channels * out_plane,
             "convolution input or output size differs from the plan's"
         );
-        // A multiple of 64 (gemm's row panel), so that gemm reads the gathered tile as it is
-        // instead of packing a copy of it.
-        let tile = (TILE_FLOATS / depth / 64 * 64)
-            .clamp(MIN_TILE, MAX_TILE)
+        // As few tiles as fit, evened out (gemm packs the kernel once per tile: a 4-position
+        // remainder tile packed all of 256×2304 again), each a multiple of 64 (gemm's row panel)
+        // where it can, so that gemm reads the gathered tile as it is instead of packing it.
+        let widest = (TILE_FLOATS / depth).clamp(MIN_TILE, MAX_TILE);
+        let tiles = out_plane.div_ceil(widest).max(1);
+        let tile = out_plane
+            .div_ceil(tiles)
+            .next_multiple_of(64)
             .min(out_plane.max(1));
         Ok(Layout {
             batch,
