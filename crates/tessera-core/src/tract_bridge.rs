@@ -27,7 +27,9 @@ pub fn to_tract(tensor: &Tensor) -> Result<TractTensor> {
     into_tract(tensor.clone())
 }
 
-/// Moves a Tessera tensor's elements into a tract tensor, without copying them.
+/// A tract tensor of a Tessera tensor's elements. tract keeps its elements in its own aligned
+/// buffer, so they are copied once (a MaxPool alone over a 3 MB input: ~40% of its run went to
+/// this copy and the output's).
 pub fn into_tract(tensor: Tensor) -> Result<TractTensor> {
     let (shape, data) = tensor.into_parts();
     with_data!(data, v => {

@@ -128,7 +128,8 @@ impl CpuSession {
     }
 
     /// Runs the model on inputs already checked and ordered as the model declares them.
-    /// Inputs are moved into tract without copying their elements.
+    /// Inputs are copied once into tract's aligned storage, outputs once out of it (see
+    /// [`into_tract`]).
     pub fn run(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
         let (plan, folding) = self.plan_for(&inputs)?;
         let values: TVec<TValue> = inputs
