@@ -1,6 +1,7 @@
-//! 2-D convolution ([ONNX `Conv`]) for f32 in channels-first layout as matrix products over
-//! tiles of output positions, on the `gemm` crate's kernels, replacing tract's `Conv` in cpu
-//! plans (depthwise convolutions have [their own op](super::depthwise_conv)).
+//! 1-D and 2-D convolution ([ONNX `Conv`]) for f32 as matrix products over tiles of output
+//! positions, on the `gemm` crate's kernels, replacing tract's `Conv` in cpu plans (depthwise
+//! convolutions have [their own op](super::depthwise_conv)). Channels first; channels last too
+//! where tract folded a transpose into the convolution (magika) and the stride is 1.
 //!
 //! tract's matrix-product kernels ran ResNet-50's convolution shapes at 20-40 GFLOP/s on one
 //! AVX-512 core where onnxruntime's reach ~100 (worst where the output plane is large: 3136 or
@@ -9,7 +10,9 @@
 //! gathered into a `K × tile` matrix (im2col, skipped for 1×1 convolutions that read the input
 //! as it is), multiplied by the kernel's `M × K` rows into the output, then bias and a fused
 //! clamp (ReLU, ReLU6) are applied while the tile is still in cache. Tiles, not one whole
-//! im2col matrix: VGG's early layers would need ~115 MB for theirs.
+//! im2col matrix: VGG's early layers would need ~115 MB for theirs. Unit-stride convolutions on
+//! wide planes skip the gathering: one product per kernel tap over the input as it lies
+//! ([`FastConv::shifted_taps`]).
 //!
 //! [ONNX `Conv`]: https://onnx.ai/onnx/operators/onnx__Conv.html
 
@@ -18,6 +21,7 @@ use super::pool_2d::{Axis, Window2d};
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
 use tessera_core::tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat, PaddingSpec, PoolSpec};
+use tessera_core::tract_onnx::tract_core::ops::nn::DataFormat;
 
 /// Floats of one gathered tile at most (2 MiB): with `K` rows, tiles are `TILE_FLOATS / K`
 /// positions wide, within [`MIN_TILE`, `MAX_TILE`].
@@ -104,6 +108,9 @@ pub struct FastConv {
     /// The kernel input is laid out tap by tap ([`FastConv::kernel_by_tap`]), as the plan
     /// rearranged a constant kernel once; otherwise it is ONNX's `[M, C/group, kh, kw]`.
     pub kernel_by_tap: bool,
+    /// Input and output are channels-last (`[N, H, W, C]`: tract folds a transpose before the
+    /// convolution into it); these run on the per-tap path only.
+    pub channels_last: bool,
 }
 
 // The epilogue's values are never NaN (see `gemm_common::step_after`): equality is an equivalence.
@@ -127,9 +134,9 @@ struct Layout {
 
 impl FastConv {
     /// The fast version of `conv` on an input of `shape`, when it applies: float (not quantized),
-    /// channels first, one or two spatial axes, the kernel as ONNX lays it out
-    /// (`[M, C/group, kh, kw]` or `[M, C/group, k]`). A 1-D convolution is a 2-D one over a single
-    /// row.
+    /// channels first (or last, on the per-tap path only), one or two spatial axes, the kernel as
+    /// ONNX lays it out (`[M, C/group, kh, kw]` or `[M, C/group, k]`). A 1-D convolution is a 2-D
+    /// one over a single row.
     pub fn for_op(conv: &Conv, shape: &[usize]) -> Option<FastConv> {
         let (in_channels, out_channels) = (conv.input_channels(), conv.output_channels());
         if conv.q_params.is_some()
@@ -142,26 +149,46 @@ impl FastConv {
             return None;
         }
         let spatial = conv.pool_spec.kernel_shape.len();
+        // Channels-last operands are described by their channels-first view (the channel axis
+        // moved before the spatial ones): the window's arithmetic is the same.
+        let channels_last = matches!(
+            conv.pool_spec.data_format,
+            DataFormat::NHWC | DataFormat::HWC
+        );
+        let channel_axis = shape.len().checked_sub(spatial + 1)?;
+        let mut first_shape: TVec<usize> = shape.into();
+        let mut spec = conv.pool_spec.clone();
+        if channels_last {
+            let channels = first_shape.pop()?;
+            first_shape.insert(channel_axis, channels);
+            spec.data_format = match spec.data_format {
+                DataFormat::NHWC => DataFormat::NCHW,
+                _ => DataFormat::CHW,
+            };
+        }
         let window = match spatial {
-            2 => Window2d::new(&conv.pool_spec, shape)?,
+            2 => Window2d::new(&spec, &first_shape)?,
             1 => {
-                let (spec, shape) = one_row(&conv.pool_spec, shape)?;
+                let (spec, shape) = one_row(&spec, &first_shape)?;
                 Window2d::new(&spec, &shape)?
             }
             _ => return None,
         };
-        let channel_axis = shape.len().checked_sub(spatial + 1)?;
-        if shape[channel_axis] != in_channels {
+        if first_shape[channel_axis] != in_channels {
             return None;
         }
-        let mut output_shape: TVec<usize> = shape.into();
+        let mut output_shape = first_shape;
         output_shape[channel_axis] = out_channels;
         let rank = output_shape.len();
         output_shape[rank - 1] = window.cols.output;
         if spatial == 2 {
             output_shape[rank - 2] = window.rows.output;
         }
-        Some(FastConv {
+        if channels_last {
+            let channels = output_shape.remove(channel_axis);
+            output_shape.push(channels);
+        }
+        let fast = FastConv {
             window,
             in_channels,
             out_channels,
@@ -170,7 +197,9 @@ impl FastConv {
             output_shape,
             epilogue: Epilogue::default(),
             kernel_by_tap: false,
-        })
+            channels_last,
+        };
+        (!channels_last || fast.shifted_taps().is_some()).then_some(fast)
     }
 
     /// Whether the product is wide enough for `gemm` (see [`MIN_SIDE`](super::gemm_common::MIN_SIDE)).
@@ -215,7 +244,8 @@ impl FastConv {
     }
 
     /// `kernel` (ONNX's `[M, C/group, kh, kw]`) tap by tap: `[kh·kw][M][C/group]`, so that each
-    /// tap's weights are a plain row-major matrix, which gemm reads without packing.
+    /// tap's weights are a plain row-major matrix, which gemm reads without packing
+    /// (`[kh·kw][C/group][M]` for channels-last, whose products run untransposed).
     pub fn kernel_by_tap(&self, kernel: &[f32]) -> Vec<f32> {
         let taps = self.window.rows.kernel * self.window.cols.kernel;
         let group_in = self.in_channels / self.group.max(1);
@@ -224,7 +254,12 @@ impl FastConv {
         for (o, filter) in kernel.chunks_exact((group_in * taps).max(1)).enumerate() {
             for (i, window) in filter.chunks_exact(taps.max(1)).enumerate() {
                 for (tap, &w) in window.iter().enumerate() {
-                    if let Some(slot) = by_tap.get_mut(tap * tap_len + o * group_in + i) {
+                    let at = if self.channels_last {
+                        tap * tap_len + i * self.out_channels + o
+                    } else {
+                        tap * tap_len + o * group_in + i
+                    };
+                    if let Some(slot) = by_tap.get_mut(at) {
                         *slot = w;
                     }
                 }
@@ -235,7 +270,17 @@ impl FastConv {
 
     /// Where the channels are in the output: just before the spatial axes.
     fn channel_axis(&self) -> usize {
-        self.output_shape.len() - 1 - self.spatial
+        if self.channels_last {
+            self.output_shape.len() - 1
+        } else {
+            self.first_spatial_axis() - 1
+        }
+    }
+
+    /// The first spatial axis of the output: the axes before it (less the channel axis when it
+    /// comes first) are the batch.
+    fn first_spatial_axis(&self) -> usize {
+        self.output_shape.len() - self.spatial - usize::from(self.channels_last)
     }
 
     fn layout(
@@ -256,9 +301,8 @@ impl FastConv {
             "a convolution with no input channel or an empty kernel"
         );
         let (in_plane, out_plane) = (r.input * c.input, r.output * c.output);
-        let batch = self.output_shape[..self.channel_axis()]
-            .iter()
-            .product::<usize>();
+        let batch_axes = self.first_spatial_axis() - usize::from(!self.channels_last);
+        let batch = self.output_shape[..batch_axes].iter().product::<usize>();
         ensure!(
             kernel == self.out_channels * depth,
             "convolution kernel has {kernel} values, expected {}",
@@ -313,8 +357,8 @@ impl FastConv {
             return self.compute_shifted(&l, &shifted, input, kernel, bias, output);
         }
         ensure!(
-            !self.kernel_by_tap,
-            "a kernel laid out by tap for a convolution that gathers"
+            !self.kernel_by_tap && !self.channels_last,
+            "a channels-last convolution, or a kernel laid out by tap, on the gathered path"
         );
         let tasks = self.tasks(l.batch, l.tiles, l.group_out);
         let out = SharedOutput::new(output);
@@ -429,7 +473,11 @@ impl FastConv {
             if padded.len() < len {
                 padded.resize(len, 0.0);
             }
-            self.pad_planes(input, s, &mut padded[..len])?;
+            if self.channels_last {
+                self.pad_channels_last(input, s, &mut padded[..len])?;
+            } else {
+                self.pad_planes(input, s, &mut padded[..len])?;
+            }
             self.shifted_products(l, s, &padded[..len], kernel, bias, output)
         };
         // The padded planes stay allocated between runs (a fresh buffer cost page faults and a
@@ -468,13 +516,21 @@ impl FastConv {
         // plane covers it) so that gemm reads the planes as they are instead of packing them.
         let span_of = |rows: usize| {
             let span = (rows - 1) * s.width + c.output;
-            if s.copy {
+            if s.copy && !self.channels_last {
                 span.next_multiple_of(16)
             } else {
                 span
             }
         };
         let span = span_of(s.tile_rows);
+        let cl = self.channels_last;
+        // Strides of a tap's matrix (between input channels, between positions) and where an
+        // image's input starts: planes of positions, or positions of channels.
+        let (channel_stride, position_stride) = if cl {
+            (1, self.in_channels)
+        } else {
+            (padded_plane, 1)
+        };
         let out = SharedOutput::new(output);
         parallel::for_each(
             tasks.count(),
@@ -494,33 +550,57 @@ impl FastConv {
                 }
                 let span = span_of(tile_rows);
                 let sums = &mut scratch[..rows * span];
-                let first_plane = (b * self.in_channels + g * l.group_in) * padded_plane;
+                // Sums are `rows × span`: along positions (channels first) or along channels.
+                let sums_strides = if cl { (rows, 1) } else { (1, span) };
+                let image = b * self.in_channels * padded_plane;
                 let out_channel = g * l.group_out + first_row;
                 for ky in 0..r.kernel {
                     for kx in 0..c.kernel {
                         let tap = ky * c.kernel + kx;
-                        let weights = &by_tap[tap * tap_len + out_channel * l.group_in..]
-                            [..rows * l.group_in];
+                        let (weights, weight_strides) = if cl {
+                            let len = (l.group_in - 1) * self.out_channels + rows;
+                            let at = tap * tap_len + out_channel;
+                            (&by_tap[at..][..len], (self.out_channels, 1))
+                        } else {
+                            let at = tap * tap_len + out_channel * l.group_in;
+                            (&by_tap[at..][..rows * l.group_in], (1, l.group_in))
+                        };
                         let offset = (first_y + ky * r.dilation) * s.width + kx * c.dilation;
-                        let last = first_plane + (l.group_in - 1) * padded_plane + offset + span;
-                        ensure!(last <= padded.len(), "a tap reads past the padded planes");
-                        // SAFETY: `weights` holds `rows × group_in` values, the tap's matrix
-                        // `group_in` rows of `span` values `padded_plane` apart from `offset`,
-                        // the last ending inside `padded` (checked above); `sums` is this task's
+                        let first =
+                            image + g * l.group_in * channel_stride + offset * position_stride;
+                        let last = first
+                            + (l.group_in - 1) * channel_stride
+                            + (span - 1) * position_stride;
+                        ensure!(last < padded.len(), "a tap reads past the padded input");
+                        // SAFETY: `weights` holds the `rows × group_in` values its strides
+                        // reach (sliced above); the tap's matrix, `group_in` rows of `span`
+                        // values, ends inside `padded` (checked above); `sums` is this task's
                         // own scratch, `rows × span`.
                         unsafe {
                             parallel::product(
                                 (rows, span, l.group_in),
                                 sums.as_mut_ptr(),
-                                (1, span),
+                                sums_strides,
                                 weights.as_ptr(),
-                                (1, l.group_in),
-                                padded.as_ptr().add(first_plane + offset),
-                                (1, padded_plane),
+                                weight_strides,
+                                padded.as_ptr().add(first),
+                                (position_stride, channel_stride),
                                 tap > 0,
                             );
                         }
                     }
+                }
+                if cl {
+                    self.channels_last_out(
+                        &out,
+                        sums,
+                        (b, first_y, tile_rows),
+                        out_channel,
+                        rows,
+                        s,
+                        bias,
+                    );
+                    return Ok(());
                 }
                 for (row, sum) in sums.chunks_exact(span).enumerate() {
                     let channel = out_channel + row;
@@ -548,6 +628,43 @@ impl FastConv {
                 Ok(())
             },
         )
+    }
+
+    /// A channels-last tile's sums (`span` positions of `rows` channels from `first_channel`)
+    /// into the output's rows `first_y..+tile_rows` of image `b`, plus bias and epilogue.
+    #[allow(clippy::too_many_arguments)]
+    fn channels_last_out(
+        &self,
+        out: &SharedOutput,
+        sums: &[f32],
+        (b, first_y, tile_rows): (usize, usize, usize),
+        first_channel: usize,
+        rows: usize,
+        s: &Shifted,
+        bias: &[f32],
+    ) {
+        let (r, c) = (self.window.rows, self.window.cols);
+        for y in 0..tile_rows {
+            for x in 0..c.output {
+                let position = (first_y + y) * c.output + x;
+                let at = ((b * r.output * c.output) + position) * self.out_channels + first_channel;
+                // SAFETY: the channels `first_channel..+rows` of one output position of image
+                // `b`: inside `output` (sizes checked in `layout`), written by this task alone.
+                let values = unsafe { std::slice::from_raw_parts_mut(out.at(at), rows) };
+                values.copy_from_slice(&sums[(y * s.width + x) * rows..][..rows]);
+                if bias.len() == 1 {
+                    values.iter_mut().for_each(|v| *v += bias[0]);
+                } else {
+                    let bias = &bias[first_channel..][..rows];
+                    values.iter_mut().zip(bias).for_each(|(v, b)| *v += b);
+                }
+                let run = Run::AlongColumn {
+                    column: position,
+                    first_row: first_channel,
+                };
+                self.epilogue.apply(values, run, 0.0);
+            }
+        }
     }
 
     /// Writes every value of `padded`: each input plane zero-padded to `s.height × s.width`
@@ -585,6 +702,43 @@ impl FastConv {
                     }
                     None => row.fill(0.0),
                 }
+            }
+            Ok(())
+        })
+    }
+
+    /// [`Self::pad_planes`] for channels-last input: each image's rows of positions (each
+    /// position's channels together) zero-padded to `s.height × s.width` positions.
+    fn pad_channels_last(&self, input: &[f32], s: &Shifted, padded: &mut [f32]) -> TractResult<()> {
+        let (r, c) = (self.window.rows, self.window.cols);
+        let channels = self.in_channels;
+        let (in_row, padded_row) = (c.input * channels, s.width * channels);
+        let images = input.len() / (r.input * in_row).max(1);
+        let rows = images * s.height;
+        ensure!(
+            padded.len() >= rows * padded_row,
+            "padded input buffer too small"
+        );
+        let (rows_part, slack) = padded.split_at_mut(rows * padded_row);
+        slack.fill(0.0);
+        let copied = c.input.min(s.width.saturating_sub(c.pad_before)) * channels;
+        let before = (c.pad_before * channels).min(padded_row);
+        let target = SharedOutput::new(rows_part);
+        parallel::for_each(rows, 0, |_, row| {
+            let (image, py) = (row / s.height, row % s.height);
+            // SAFETY: padded row `row` lies inside `rows_part`, written by this task alone.
+            let dst =
+                unsafe { std::slice::from_raw_parts_mut(target.at(row * padded_row), padded_row) };
+            match py.checked_sub(r.pad_before).filter(|&y| y < r.input) {
+                Some(y) => {
+                    let source = &input[(image * r.input + y) * in_row..][..copied];
+                    let (left, rest) = dst.split_at_mut(before);
+                    let (inside, right) = rest.split_at_mut(copied);
+                    left.fill(0.0);
+                    inside.copy_from_slice(source);
+                    right.fill(0.0);
+                }
+                None => dst.fill(0.0),
             }
             Ok(())
         })
@@ -838,6 +992,7 @@ mod tests {
             output_shape,
             epilogue: Epilogue::default(),
             kernel_by_tap: false,
+            channels_last: false,
         }
     }
 
@@ -902,6 +1057,70 @@ mod tests {
                                 (window.rows, window.cols)
                             );
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn channels_last_matches_channels_first_transposed() {
+        // [N, C, H, W] data transposed to [N, H, W, C]; the output transposed back must be the
+        // channels-first result. Padded and not, grouped, with a per-channel bias and BatchNorm.
+        let to_last = |values: &[f32], (n, c, hw): (usize, usize, usize)| {
+            let mut out = vec![0.0; values.len()];
+            for b in 0..n {
+                for ch in 0..c {
+                    for p in 0..hw {
+                        out[(b * hw + p) * c + ch] = values[(b * c + ch) * hw + p];
+                    }
+                }
+            }
+            out
+        };
+        for geometry in [(24, 3, 1, 1, 0), (20, 3, 1, 2, 2), (70, 3, 1, 1, 1)] {
+            let window = window(geometry);
+            for (out_channels, group) in [(40, 1), (6, 3)] {
+                let mut first = conv(window.clone(), 3, out_channels, group);
+                first.epilogue = Epilogue {
+                    scale: Some(Operand::PerRow(
+                        (0..out_channels).map(|o| 1.0 - o as f32 / 64.0).collect(),
+                    )),
+                    add: None,
+                    low: Some(-20.0),
+                    high: None,
+                };
+                let mut last = first.clone();
+                last.channels_last = true;
+                last.output_shape = tvec![2, window.rows.output, window.cols.output, out_channels];
+                assert!(last.reads_kernel_by_tap());
+                let depth = 3 / group * window.rows.kernel * window.cols.kernel;
+                let input = data(&window);
+                let kernel: Vec<f32> = (0..out_channels * depth)
+                    .map(|i| ((i * 7 % 11) as f32 - 5.0) / 8.0)
+                    .collect();
+                let bias: Vec<f32> = (0..out_channels).map(|o| o as f32 / 4.0 - 1.0).collect();
+                let in_plane = window.rows.input * window.cols.input;
+                let out_plane = window.rows.output * window.cols.output;
+                let mut expected = vec![f32::NAN; 2 * out_channels * out_plane];
+                first
+                    .compute(&input, &kernel, &bias, &mut expected)
+                    .unwrap();
+                let expected = to_last(&expected, (2, out_channels, out_plane));
+                let input = to_last(&input, (2, 3, in_plane));
+                for (threads, kernel) in [(1, kernel.clone()), (2, last.kernel_by_tap(&kernel))] {
+                    let mut op = last.clone();
+                    op.kernel_by_tap = threads == 2;
+                    let mut out = vec![f32::NAN; expected.len()];
+                    multithread_tract_scope(Executor::multithread(threads), || {
+                        op.compute(&input, &kernel, &bias, &mut out)
+                    })
+                    .unwrap();
+                    for (i, (got, want)) in out.iter().zip(&expected).enumerate() {
+                        assert!(
+                            (got - want).abs() <= 1e-4 * want.abs().max(1.0),
+                            "{geometry:?} {out_channels}/{group}: element {i} is {got}, expected {want}"
+                        );
                     }
                 }
             }
