@@ -692,16 +692,7 @@ impl FastConv {
                     .checked_sub(r.pad_before)
                     .filter(|&y| y < r.input)
                     .map(|y| &source[y * c.input..][..copied]);
-                match source_row {
-                    Some(values) => {
-                        let (before, rest) = row.split_at_mut(c.pad_before.min(s.width));
-                        let (inside, after) = rest.split_at_mut(copied);
-                        before.fill(0.0);
-                        inside.copy_from_slice(values);
-                        after.fill(0.0);
-                    }
-                    None => row.fill(0.0),
-                }
+                write_padded_row(row, c.pad_before.min(s.width), source_row);
             }
             Ok(())
         })
@@ -729,17 +720,11 @@ impl FastConv {
             // SAFETY: padded row `row` lies inside `rows_part`, written by this task alone.
             let dst =
                 unsafe { std::slice::from_raw_parts_mut(target.at(row * padded_row), padded_row) };
-            match py.checked_sub(r.pad_before).filter(|&y| y < r.input) {
-                Some(y) => {
-                    let source = &input[(image * r.input + y) * in_row..][..copied];
-                    let (left, rest) = dst.split_at_mut(before);
-                    let (inside, right) = rest.split_at_mut(copied);
-                    left.fill(0.0);
-                    inside.copy_from_slice(source);
-                    right.fill(0.0);
-                }
-                None => dst.fill(0.0),
-            }
+            let source = py
+                .checked_sub(r.pad_before)
+                .filter(|&y| y < r.input)
+                .map(|y| &input[(image * r.input + y) * in_row..][..copied]);
+            write_padded_row(dst, before, source);
             Ok(())
         })
     }
@@ -785,6 +770,17 @@ impl FastConv {
             }
         }
     }
+}
+
+/// One row of a zero-padded input: `before` zeros, then `values` (none: a padding row), then
+/// zeros to the end.
+fn write_padded_row(row: &mut [f32], before: usize, values: Option<&[f32]>) {
+    let values = values.unwrap_or(&[]);
+    let (left, rest) = row.split_at_mut(before);
+    let (inside, right) = rest.split_at_mut(values.len());
+    left.fill(0.0);
+    inside.copy_from_slice(values);
+    right.fill(0.0);
 }
 
 /// The runs of positions `start..start + width` that lie on one output row each (rows of

@@ -144,8 +144,7 @@ fn kernel_by_tap(model: &mut TypedModel, id: usize, conv: FastConv) -> TractResu
     }
     let values = conv.kernel_by_tap(kernel.try_as_plain_ram()?.as_slice::<f32>()?);
     let name = format!("{}.kernel_by_tap", model.node(id).name);
-    let shape = [values.len()];
-    let constant = model.add_const(name, tensor1(&values).into_shape(&shape)?)?;
+    let constant = model.add_const(name, tensor1(&values))?;
     model.add_edge(constant, InletId::new(id, 1))?;
     Ok(FastConv {
         kernel_by_tap: true,
