@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tessera::check::{Tolerance, read_numbered};
-use tessera::{Backend, Error, Session, Tensor};
+use tessera::{Backend, Error, Model, QuantizedExecution, Session, Tensor};
 use tessera_conformance::{device_present, shared_dir};
 
 /// Must match `MODELS` and `VARIANTS` of tests/quantized/derive.py.
@@ -133,6 +133,31 @@ fn run_case(dir: &Path, backend: Backend) -> tessera::Result<Vec<(String, Tensor
 /// The output names, in order, of outputs a case produced.
 fn names_of(outputs: &[(String, Tensor)]) -> Vec<String> {
     outputs.iter().map(|(name, _)| name.clone()).collect()
+}
+
+/// What `tessera inspect` says of a quantized case must agree with how it went on `backend`
+/// (`note`: a passing case's note): refused exactly when one of its quantized operators has no
+/// kernel there. Cases with nothing quantized (float LSTMs, silero) are not its business.
+fn inspect_agrees(dir: &Path, backend: Backend, note: &str) -> Result<(), String> {
+    let (info, _) = Model::inspect(dir.join("model.onnx")).map_err(|e| e.to_string())?;
+    let Some(quantization) = info.quantization else {
+        return Ok(());
+    };
+    let not_run: Vec<&str> = quantization
+        .computing_ops()
+        .into_iter()
+        .filter(|op| tessera::quantized_execution(backend, op) == QuantizedExecution::NotRun)
+        .collect();
+    match (note.starts_with("refused"), not_run.is_empty()) {
+        (true, true) => Err(format!(
+            "refused, but inspect says every quantized op runs on {backend}: {:?}",
+            quantization.computing_ops()
+        )),
+        (false, false) => Err(format!(
+            "ran, but inspect says {not_run:?} have no kernel on {backend}"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Checks one derived case; `Ok(note)` when it passes.
@@ -269,11 +294,14 @@ fn quantized_suite(backend: Backend) {
             continue;
         }
         let model = case.split("__").next().unwrap();
-        match check_case(
+        let outcome = check_case(
             &root.join(case),
             &shared_dir().join("models").join(model),
             backend,
-        ) {
+        );
+        match outcome
+            .and_then(|note| inspect_agrees(&root.join(case), backend, &note).map(|()| note))
+        {
             Ok(note) => {
                 passed += 1;
                 println!("{case} on {backend}: {note}");
@@ -431,7 +459,7 @@ fn microsoft_ops(backend: Backend) {
             }
             (Err(error), _) => Err(format!("error: {error}")),
         };
-        match outcome {
+        match outcome.and_then(|note| inspect_agrees(&dir, backend, &note).map(|()| note)) {
             Ok(note) => {
                 refused += note.starts_with("refused") as usize;
                 println!("{case} on {backend}: {note}")

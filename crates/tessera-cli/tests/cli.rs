@@ -371,20 +371,74 @@ fn inspect_shows_symbolic_dims_and_ops() {
 }
 
 #[test]
-fn inspect_says_whether_a_model_is_quantized() {
-    let int8 = shared().join("models/ppocr_mobile_cls_qdq_int8/model.onnx");
-    let qlinear = shared().join("onnx-tests/node/test_qlinearconv/model.onnx");
-    let float = example().join("model.onnx");
-    for (model, expected) in [(&int8, "yes"), (&qlinear, "yes"), (&float, "no")] {
+fn inspect_says_whether_a_model_is_quantized_in_which_format_and_how_each_backend_runs_it() {
+    let node = |name: &str| shared().join(format!("onnx-tests/node/{name}/model.onnx"));
+    let cases = [
+        (
+            shared().join("models/ppocr_mobile_cls_qdq_int8/model.onnx"),
+            vec![
+                "quantized: yes (QDQ)",
+                "cpu   dequantized, float kernels: Add, BatchNormalization, Conv, Div,",
+                "wgpu  dequantized, float kernels: Add, BatchNormalization, Conv, Div,",
+            ],
+        ),
+        (
+            node("test_qlinearconv"),
+            vec![
+                "quantized: yes (QOperator)",
+                "cpu   integer kernels: QLinearConv",
+                "wgpu  no kernel here (refused): QLinearConv",
+                "cuda  no kernel here (refused): QLinearConv",
+            ],
+        ),
+        (
+            node("test_matmulinteger"),
+            vec![
+                "quantized: yes (dynamic)",
+                "cpu   integer kernels: MatMulInteger",
+            ],
+        ),
+        (
+            node("test_dynamicquantizelinear"),
+            vec![
+                "quantized: yes (dynamic)",
+                "cpu   element-wise quantization: DynamicQuantizeLinear",
+                "wgpu  no kernel here (refused): DynamicQuantizeLinear",
+            ],
+        ),
+        (example().join("model.onnx"), vec!["quantized: no"]),
+    ];
+    for (model, expected) in cases {
         let output = tessera(&["inspect", model.to_str().unwrap()]);
         let (stdout, stderr) = text(&output);
         assert!(output.status.success(), "{stderr}");
-        assert!(
-            stdout.contains(&format!("quantized: {expected}")),
-            "{}: {stdout}",
-            model.display()
-        );
+        for line in expected {
+            assert!(
+                stdout.contains(line),
+                "{}: no '{line}' in\n{stdout}",
+                model.display()
+            );
+        }
     }
+    // The same in JSON, per backend.
+    let output = tessera(&[
+        "inspect",
+        node("test_qlinearconv").to_str().unwrap(),
+        "--json",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        json["model"]["quantization"]["formats"],
+        serde_json::json!(["qoperator"])
+    );
+    assert_eq!(
+        json["backends"]["cpu"]["quantized_ops"]["QLinearConv"],
+        "integer"
+    );
+    assert_eq!(
+        json["backends"]["wgpu"]["quantized_ops"]["QLinearConv"],
+        "not_run"
+    );
 }
 
 #[test]

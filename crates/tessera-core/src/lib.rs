@@ -20,6 +20,7 @@ pub use dtype::DType;
 pub use error::{Error, Result, UnsupportedOp};
 pub use model::Model;
 pub use model::info::{Dim, IoInfo, ModelInfo};
+pub use model::quantization::{QuantFormat, Quantization, QuantizedExecution};
 pub use plan::Plan;
 pub use tensor::{Element, Tensor, TensorData};
 

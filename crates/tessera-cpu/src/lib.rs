@@ -23,7 +23,7 @@ use tessera_core::model::specialize::{Folding, PlanKey};
 use tessera_core::plan_cache::PlanCache;
 use tessera_core::tract_bridge::{from_tract, into_tract};
 use tessera_core::tract_onnx::prelude::*;
-use tessera_core::{Backend, BackendStatus, Error, Model, Result, Tensor};
+use tessera_core::{Backend, BackendStatus, Error, Model, QuantizedExecution, Result, Tensor};
 use threading::{Calibration, Mode};
 use tract_linalg::multithread::{Executor, multithread_tract_scope};
 
@@ -49,6 +49,20 @@ pub struct CpuOptions {
 /// The default thread count: one per core the OS lets this process use.
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// How the cpu backend runs a quantized operator type: tract computes QLinearConv,
+/// QLinearMatMul, MatMulInteger and ConvInteger with its integer matmul kernels (8-bit operands,
+/// 32-bit sums); the `com.microsoft` operators (rewritten by the core into standard ones) and the
+/// float operators of a QDQ pattern run dequantized.
+pub fn quantized_execution(op: &str) -> QuantizedExecution {
+    match op {
+        "QLinearConv" | "QLinearMatMul" | "MatMulInteger" | "ConvInteger" => {
+            QuantizedExecution::Integer
+        }
+        "DynamicQuantizeLinear" => QuantizedExecution::ElementWise,
+        _ => QuantizedExecution::Dequantized,
+    }
 }
 
 /// The cpu backend is always available; the detail names the SIMD kernels tract selected.

@@ -29,8 +29,8 @@ pub use tessera_core::plan::report::mib as plan_mib;
 pub use tessera_core::plan::{DeviceMemory, PlanReport, Transfers};
 pub use tessera_core::tensor::{byte_count, element_count, npy, onnx_pb};
 pub use tessera_core::{
-    Backend, BackendStatus, DType, Dim, Element, Error, IoInfo, Model, ModelInfo, Result, Tensor,
-    TensorData, UnsupportedOp,
+    Backend, BackendStatus, DType, Dim, Element, Error, IoInfo, Model, ModelInfo, QuantFormat,
+    Quantization, QuantizedExecution, Result, Tensor, TensorData, UnsupportedOp,
 };
 
 /// Every backend, with whether it is compiled in and usable here, best first.
@@ -127,6 +127,17 @@ pub fn resolve_backend(requested: Backend) -> Result<(Backend, String)> {
         reason: status.detail,
         available,
     })
+}
+
+/// How `backend` runs a quantized operator type: one of [`Quantization::ops`] other than the
+/// float/integer conversions, or a float operator of a QDQ pattern ([`Quantization::qdq_ops`]).
+pub fn quantized_execution(backend: Backend, op: &str) -> QuantizedExecution {
+    match backend {
+        #[cfg(feature = "cpu")]
+        Backend::Cpu => tessera_cpu::quantized_execution(op),
+        // Both GPU backends run the core's plan: its translators decide.
+        _ => tessera_core::lower::quantized_execution(op),
+    }
 }
 
 /// Which of the model's op types a backend can run (`None` when the backend is not compiled in).

@@ -4,7 +4,7 @@ use crate::args::InspectArgs;
 use crate::inputs::gather;
 use anyhow::Result;
 use std::process::ExitCode;
-use tessera::{Backend, Model, Session};
+use tessera::{Backend, Model, Quantization, QuantizedExecution, Session};
 
 /// Per backend: `None` when not compiled in, else each op type and whether it runs there.
 type Support = Vec<(Backend, Option<Vec<(String, bool)>>)>;
@@ -35,13 +35,24 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
         let backends: serde_json::Map<String, serde_json::Value> = support
             .iter()
             .map(|(backend, ops)| {
-                let value = match ops {
+                let mut value = match ops {
                     None => serde_json::json!({ "compiled_in": false }),
                     Some(ops) => serde_json::json!({
                         "compiled_in": true,
                         "unsupported": ops.iter().filter(|(_, ok)| !ok).map(|(op, _)| op).collect::<Vec<_>>(),
                     }),
                 };
+                if let Some(quantization) = &info.quantization {
+                    value["quantized_ops"] = quantization
+                        .computing_ops()
+                        .into_iter()
+                        .map(|op| {
+                            let how = tessera::quantized_execution(*backend, op);
+                            (op.to_string(), serde_json::json!(how))
+                        })
+                        .collect::<serde_json::Map<_, _>>()
+                        .into();
+                }
                 (backend.to_string(), value)
             })
             .collect();
@@ -63,7 +74,10 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
             format!(", producer: {}", info.producer)
         }
     );
-    println!("quantized: {}", if info.quantized { "yes" } else { "no" });
+    match &info.quantization {
+        None => println!("quantized: no"),
+        Some(quantization) => print_quantization(quantization),
+    }
     println!("inputs:");
     for input in &info.inputs {
         println!("  {}: {}", input.name, input.signature());
@@ -96,6 +110,41 @@ pub fn run(args: InspectArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The formats, then per backend how each quantized operator type runs.
+fn print_quantization(quantization: &Quantization) {
+    let formats: Vec<String> = quantization.formats.iter().map(|f| f.to_string()).collect();
+    let mut line = format!("quantized: yes ({}", formats.join(", "));
+    if formats.is_empty() {
+        line = "quantized: yes (quantize/dequantize only".into();
+    }
+    if !quantization.contrib_ops.is_empty() {
+        line += &format!(
+            "; com.microsoft ops: {}",
+            quantization.contrib_ops.join(", ")
+        );
+    }
+    println!("{line})");
+    let ops = quantization.computing_ops();
+    if ops.is_empty() {
+        return;
+    }
+    for backend in [Backend::Cpu, Backend::Wgpu, Backend::Cuda] {
+        let mut by_execution: Vec<(QuantizedExecution, Vec<&str>)> = Vec::new();
+        for op in &ops {
+            let how = tessera::quantized_execution(backend, op);
+            match by_execution.iter_mut().find(|(h, _)| *h == how) {
+                Some((_, list)) => list.push(op),
+                None => by_execution.push((how, vec![op])),
+            }
+        }
+        let parts: Vec<String> = by_execution
+            .iter()
+            .map(|(how, list)| format!("{how}: {}", list.join(", ")))
+            .collect();
+        println!("  {backend:<5} {}", parts.join("; "));
+    }
 }
 
 /// `inspect --backend B`: plan the model on B and show where every step runs.

@@ -16,6 +16,7 @@ mod pool;
 mod reduce;
 mod shape;
 
+use crate::model::quantization::QuantizedExecution;
 use crate::plan::{Constant, ConstantData, KernelOp, MemoryPlan, Plan, Role, Step, Value, ValueId};
 use crate::{DType, Error, Result};
 use std::any::{Any, TypeId};
@@ -24,6 +25,26 @@ use std::sync::{Arc, OnceLock};
 use tract_onnx::prelude::{DatumType, OutletId, Tensor as TractTensor, TypedModel, TypedNode};
 use tract_onnx::tract_core::ops::konst::Const;
 use tract_onnx::tract_core::ops::source::TypedSource;
+
+/// How a GPU plan runs a quantized operator type (what the translators here take): the
+/// `com.microsoft` operators the core rewrites into standard ones and the float operators of a QDQ
+/// pattern run dequantized; integer matrix products and run-time quantization have no kernels.
+/// `tests/quantized_models.rs` checks this against what the GPU backends run and refuse.
+pub fn quantized_execution(op: &str) -> QuantizedExecution {
+    match op {
+        // Integer products (tract's quantized einsum/conv: `q_params`, not lowered); the
+        // rewrites of DynamicQuantizeMatMul and DynamicQuantizeLSTM keep a
+        // DynamicQuantizeLinear or a Scan.
+        "QLinearConv"
+        | "QLinearMatMul"
+        | "MatMulInteger"
+        | "ConvInteger"
+        | "DynamicQuantizeLinear"
+        | "DynamicQuantizeMatMul"
+        | "DynamicQuantizeLSTM" => QuantizedExecution::NotRun,
+        _ => QuantizedExecution::Dequantized,
+    }
+}
 
 /// Concrete shape, dtype and (when known) value of one tensor around a node.
 #[derive(Debug, Clone)]

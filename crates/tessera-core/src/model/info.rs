@@ -1,6 +1,7 @@
 //! What a model declares, read straight from its ONNX proto: inputs and outputs with
 //! their (possibly symbolic) dims, opset, and which operators it uses.
 
+use super::quantization::Quantization;
 use crate::{DType, Error, Result, dtype::onnx_type_name};
 use std::collections::{BTreeMap, HashSet};
 use tract_onnx::pb::{self, tensor_shape_proto::dimension::Value as DimValue, type_proto};
@@ -64,20 +65,12 @@ pub struct ModelInfo {
     pub producer: String,
     /// Count of nodes per op type, subgraphs included.
     pub op_histogram: BTreeMap<String, usize>,
-    /// Whether the model holds quantized ops (QDQ pairs, QLinear*, *Integer).
+    /// Whether the model holds quantized ops (QDQ pairs, QLinear*, *Integer, onnxruntime's
+    /// com.microsoft quantization ops).
     pub quantized: bool,
+    /// Its quantization formats and quantized operators, when it is quantized.
+    pub quantization: Option<Quantization>,
 }
-
-/// Op types that mark a model as quantized.
-const QUANTIZED_OPS: &[&str] = &[
-    "QuantizeLinear",
-    "DequantizeLinear",
-    "DynamicQuantizeLinear",
-    "QLinearConv",
-    "QLinearMatMul",
-    "MatMulInteger",
-    "ConvInteger",
-];
 
 /// Every node of a graph and its subgraphs, depth first.
 pub(crate) fn walk_nodes<'a>(graph: &'a pb::GraphProto, visit: &mut dyn FnMut(&'a pb::NodeProto)) {
@@ -249,11 +242,7 @@ impl ModelInfo {
         walk_nodes(graph, &mut |node| {
             *op_histogram.entry(op_key(node)).or_insert(0) += 1
         });
-        // onnxruntime's com.microsoft quantization ops count too.
-        let quantized = QUANTIZED_OPS
-            .iter()
-            .chain(crate::ops::microsoft_quant::OPERATORS)
-            .any(|op| op_histogram.contains_key(*op));
+        let quantization = Quantization::of(graph);
         let producer = format!("{} {}", proto.producer_name, proto.producer_version)
             .trim()
             .to_string();
@@ -263,7 +252,8 @@ impl ModelInfo {
             opset,
             producer,
             op_histogram,
-            quantized,
+            quantized: quantization.is_some(),
+            quantization,
         })
     }
 

@@ -91,6 +91,7 @@ mod tests {
             producer: String::new(),
             op_histogram: Default::default(),
             quantized: false,
+            quantization: None,
         }
     }
 

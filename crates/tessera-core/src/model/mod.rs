@@ -11,6 +11,7 @@ pub mod info;
 pub mod inputs;
 pub mod preflight;
 pub mod quant_barrier;
+pub mod quantization;
 pub mod specialize;
 
 use crate::error::{UnsupportedOp, catch_panic, chain_message};
