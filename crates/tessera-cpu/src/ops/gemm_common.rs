@@ -135,6 +135,19 @@ pub fn threads() -> usize {
     }
 }
 
+/// Into how many parts to split each of `tasks` equal tasks so that the run's threads get equal
+/// shares: none when the tasks divide among the threads evenly, or are so many that the last
+/// round's idle time is small; else one part per thread (3 tiles on 2 threads kept one thread
+/// idle a third of the time).
+pub fn parts_for_balance(tasks: usize) -> usize {
+    let threads = threads();
+    if threads <= 1 || tasks % threads == 0 || tasks >= 8 * threads {
+        1
+    } else {
+        threads
+    }
+}
+
 /// Runs `task(scratch, i)` for `i` in `0..tasks` on the run's pool, each with a scratch buffer
 /// of `scratch_len` floats (contents left from earlier tasks).
 pub fn for_each(

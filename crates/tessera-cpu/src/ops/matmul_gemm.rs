@@ -221,10 +221,9 @@ impl FastMatMul {
             return Ok(());
         }
         let products: usize = self.loops.iter().map(|d| d.len).product();
-        // Products are the parallel work; when there are fewer than the threads, each is split
-        // into blocks of rows or columns, whichever axis is longer.
-        let threads = parallel::threads();
-        let parts = if products >= 2 * threads { 1 } else { threads };
+        // Products are the parallel work; when they do not divide among the threads evenly, each
+        // is split into blocks of rows or columns, whichever axis is longer.
+        let parts = parallel::parts_for_balance(products);
         let split_rows = self.m.len >= self.n.len;
         let (block, blocks) =
             parallel::blocks(if split_rows { self.m.len } else { self.n.len }, parts, 16);

@@ -6,6 +6,8 @@ mod avg_pool;
 mod bin_chain;
 #[cfg(not(target_family = "wasm"))]
 mod conv_gemm;
+#[cfg(not(target_family = "wasm"))]
+mod conv_transpose;
 mod depthwise_conv;
 #[cfg(not(target_family = "wasm"))]
 mod gemm_common;
@@ -17,12 +19,16 @@ mod pool_2d;
 mod quantize_linear;
 
 use tessera_core::tract_onnx::prelude::*;
+#[cfg(not(target_family = "wasm"))]
+use tessera_core::tract_onnx::tract_core::ops::cnn::Deconv;
 use tessera_core::tract_onnx::tract_core::ops::cnn::{Conv, MaxPool, SumPool};
 
 pub use avg_pool::FastAvgPool;
 pub use bin_chain::FastBinChain;
 #[cfg(not(target_family = "wasm"))]
 pub use conv_gemm::FastConv;
+#[cfg(not(target_family = "wasm"))]
+pub use conv_transpose::FastConvTranspose;
 pub use depthwise_conv::FastDepthwiseConv;
 pub use lrn::FastLrn;
 #[cfg(not(target_family = "wasm"))]
@@ -112,6 +118,19 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
         } else {
             #[cfg(not(target_family = "wasm"))]
             if let Some(fast) = node
+                .op_as::<Deconv>()
+                .filter(|_| node.inputs.len() == 3 && all_inputs_f32(model, node))
+                .and_then(|deconv| {
+                    let bias = model.outlet_fact(node.inputs[2]).ok()?;
+                    FastConvTranspose::for_op(deconv, &shape, bias.shape.as_concrete()?)
+                })
+            {
+                let fast = kernel_by_row(model, id, fast)?;
+                model.node_mut(id).op = Box::new(fast);
+                continue;
+            }
+            #[cfg(not(target_family = "wasm"))]
+            if let Some(fast) = node
                 .op_as::<Conv>()
                 .filter(|_| node.inputs.len() == 3 && all_inputs_f32(model, node))
                 .and_then(|conv| FastConv::for_op(conv, &shape))
@@ -149,6 +168,27 @@ fn kernel_by_tap(model: &mut TypedModel, id: usize, conv: FastConv) -> TractResu
     Ok(FastConv {
         kernel_by_tap: true,
         ..conv
+    })
+}
+
+/// `deconv` with its constant kernel laid out by row once, here (see [`kernel_by_tap`]).
+#[cfg(not(target_family = "wasm"))]
+fn kernel_by_row(
+    model: &mut TypedModel,
+    id: usize,
+    deconv: FastConvTranspose,
+) -> TractResult<FastConvTranspose> {
+    let kernel_outlet = model.node(id).inputs[1];
+    let Some(kernel) = model.outlet_fact(kernel_outlet)?.konst.clone() else {
+        return Ok(deconv);
+    };
+    let values = deconv.kernel_by_row(kernel.try_as_plain_ram()?.as_slice::<f32>()?);
+    let name = format!("{}.kernel_by_row", model.node(id).name);
+    let constant = model.add_const(name, tensor1(&values))?;
+    model.add_edge(constant, InletId::new(id, 1))?;
+    Ok(FastConvTranspose {
+        kernel_by_row: true,
+        ..deconv
     })
 }
 
