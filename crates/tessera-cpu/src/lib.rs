@@ -10,6 +10,7 @@
 mod natural_strides;
 mod node_by_node;
 mod ops;
+mod parallel;
 mod plan_graph;
 mod reshape_fusion;
 mod threading;
@@ -49,19 +50,6 @@ pub struct CpuOptions {
 /// The default thread count: one per core the OS lets this process use.
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// Runs `run` (a whole plan) with `executor` as tract's executor. With a pool, on one of the
-/// pool's workers: each op's parallel work is then pushed to that worker's own queue and taken by
-/// the others, instead of being sent from outside and the calling thread woken again after every
-/// op (2 threads, AMD EPYC: densenet121's ~400 ops 25.2 -> 22.1 ms, shufflenet 3.45 -> 2.84 ms).
-pub(crate) fn on_executor<R: Send>(executor: Executor, run: impl FnOnce() -> R + Send) -> R {
-    #[cfg(not(target_family = "wasm"))]
-    if let Executor::MultiThread(pool) = &executor {
-        let pool = pool.clone();
-        return pool.install(|| multithread_tract_scope(executor, run));
-    }
-    multithread_tract_scope(executor, run)
 }
 
 /// How the cpu backend runs a quantized operator type: tract computes QLinearConv,
@@ -177,9 +165,11 @@ impl CpuSession {
         // Only timed when calibrating threads: `Instant` does not exist in browsers.
         let start = (self.threads > 1).then(Instant::now);
         let outputs = catch_panic("running the model", || {
-            on_executor(executor, || plan.runnable.run(values)).map_err(|e| Error::Run {
-                backend: "cpu".into(),
-                message: chain_message(&e),
+            multithread_tract_scope(executor, || plan.runnable.run(values)).map_err(|e| {
+                Error::Run {
+                    backend: "cpu".into(),
+                    message: chain_message(&e),
+                }
             })
         })?;
         if let Some(start) = start {

@@ -10,6 +10,7 @@ use tessera_core::error::{catch_panic, chain_message};
 use tessera_core::tract_bridge::from_tract;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::{Error, Result, Tensor};
+use tract_linalg::multithread::multithread_tract_scope;
 
 /// The time one node of the optimized plan took, summed over the profiled runs.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -47,7 +48,7 @@ impl CpuSession {
         for _ in 0..runs {
             let mut state = plan.runnable.spawn().map_err(run_error)?;
             catch_panic("profiling the model", || {
-                crate::on_executor(executor.clone(), || {
+                multithread_tract_scope(executor.clone(), || {
                     state
                         .run_plan_with_eval(values.clone(), |ctx, op_state, node, node_inputs| {
                             let start = Instant::now();

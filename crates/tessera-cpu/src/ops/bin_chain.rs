@@ -12,6 +12,7 @@
 //! threads. Here the output is written in pieces that stay in L1 while every step passes over
 //! them, pieces are the pool's tasks, and the loops are ones LLVM vectorizes.
 
+use crate::parallel::par_chunks_mut;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::num_integer::Integer;
 use tessera_core::tract_onnx::tract_core::internal::*;
@@ -20,7 +21,7 @@ use tessera_core::tract_onnx::tract_core::ops::binary::{
 };
 use tessera_core::tract_onnx::tract_core::ops::math;
 use tract_linalg::BinOp;
-use tract_linalg::multithread::{BShare, par_chunks_mut};
+use tract_linalg::multithread::BShare;
 
 /// How a step's operand lines up with the accumulator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

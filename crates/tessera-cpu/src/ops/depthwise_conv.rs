@@ -10,10 +10,10 @@
 //! [ONNX `Conv`]: https://onnx.ai/onnx/operators/onnx__Conv.html
 
 use super::pool_2d::{Axis, Window2d};
+use crate::parallel::par_chunks_mut;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
 use tessera_core::tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat};
-use tract_linalg::multithread::par_chunks_mut;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct FastDepthwiseConv {

@@ -3,10 +3,9 @@
 //! output those tasks write at disjoint places, and the element-wise epilogue fused after the
 //! product.
 
-use std::cell::RefCell;
+pub use crate::parallel::{blocks, for_each, parts_for_balance, threads};
 use std::sync::Arc;
 use tessera_core::tract_onnx::prelude::*;
-use tract_linalg::multithread::{Executor, current_tract_executor};
 
 /// The output, written by tasks at disjoint places (each op's SAFETY note says why).
 pub struct SharedOutput(*mut f32);
@@ -87,20 +86,6 @@ pub unsafe fn product(
     }
 }
 
-thread_local! {
-    /// Each thread's scratch (im2col tiles), kept between runs so that no run allocates one.
-    static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
-}
-
-fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
-    SCRATCH.with_borrow_mut(|scratch| {
-        if scratch.len() < len {
-            scratch.resize(len, 0.0);
-        }
-        f(&mut scratch[..len])
-    })
-}
-
 /// The eval of a product op: its f32 operands read in place, a new output of `shape` that
 /// `compute` must write whole (it is created unwritten: each task writes its own block, all the
 /// blocks make the whole output; a failed run drops it unread).
@@ -124,55 +109,6 @@ pub fn eval_product(
         output.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?,
     )?;
     Ok(tvec!(output.into_tvalue()))
-}
-
-/// Threads of the run's pool (tract's executor): 1 when the run is single-threaded.
-pub fn threads() -> usize {
-    match current_tract_executor() {
-        Executor::MultiThread(pool) => pool.current_num_threads(),
-        Executor::RayonGlobal => rayon::current_num_threads(),
-        _ => 1,
-    }
-}
-
-/// Into how many parts to split each of `tasks` equal tasks so that the run's threads get equal
-/// shares: none when the tasks divide among the threads evenly, or are so many that the last
-/// round's idle time is small; else one part per thread (3 tiles on 2 threads kept one thread
-/// idle a third of the time).
-pub fn parts_for_balance(tasks: usize) -> usize {
-    let threads = threads();
-    if threads <= 1 || tasks % threads == 0 || tasks >= 8 * threads {
-        1
-    } else {
-        threads
-    }
-}
-
-/// Runs `task(scratch, i)` for `i` in `0..tasks` on the run's pool, each with a scratch buffer
-/// of `scratch_len` floats (contents left from earlier tasks).
-pub fn for_each(
-    tasks: usize,
-    scratch_len: usize,
-    task: impl Fn(&mut [f32], usize) -> TractResult<()> + Sync + Send,
-) -> TractResult<()> {
-    use rayon::prelude::*;
-    let one = |i: usize| with_scratch(scratch_len, |scratch| task(scratch, i));
-    let all = || (0..tasks).into_par_iter().try_for_each(one);
-    match current_tract_executor() {
-        Executor::MultiThread(pool) if pool.current_num_threads() > 1 && tasks > 1 => {
-            pool.install(all)
-        }
-        Executor::RayonGlobal if tasks > 1 => all(),
-        _ => (0..tasks).try_for_each(one),
-    }
-}
-
-/// Splits `len` into at most `parts` blocks of at least `min` (a multiple of 16 where it can):
-/// (block length, block count).
-pub fn blocks(len: usize, parts: usize, min: usize) -> (usize, usize) {
-    let parts = parts.min(len / min.max(1)).max(1);
-    let block = len.div_ceil(parts).next_multiple_of(16).min(len).max(1);
-    (block, len.div_ceil(block))
 }
 
 /// An operand of the epilogue: one value for all, one per row (`m`) or one per column (`n`).

@@ -9,9 +9,9 @@
 //!
 //! [ONNX `LRN`]: https://onnx.ai/onnx/operators/onnx__LRN.html
 
+use crate::parallel::par_chunks_mut;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
-use tract_linalg::multithread::par_chunks_mut;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct FastLrn {

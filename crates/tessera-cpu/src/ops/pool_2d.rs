@@ -7,10 +7,10 @@
 //! contiguous, vectorizable loops: first every output row's window rows are folded into one
 //! row of the input's width, then that row is folded across the window's columns.
 
+use crate::parallel::par_chunks_mut;
 use tessera_core::tract_onnx::tract_core::internal::*;
 use tessera_core::tract_onnx::tract_core::ops::cnn::{PaddingSpec, PoolSpec};
 use tessera_core::tract_onnx::tract_core::ops::nn::DataFormat;
-use tract_linalg::multithread::par_chunks_mut;
 
 /// The geometry of one spatial axis: output size, stride, dilation, padding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
