@@ -232,6 +232,7 @@ impl<T> SharedSlice<T> {
 /// shares: none when the tasks divide among the threads evenly, or are so many that the last
 /// round's idle time is small; else one part per thread (3 tiles on 2 threads kept one thread
 /// idle a third of the time).
+#[cfg_attr(target_family = "wasm", allow(dead_code))]
 pub fn parts_for_balance(tasks: usize) -> usize {
     let threads = threads();
     if threads <= 1 || tasks % threads == 0 || tasks >= 8 * threads {
@@ -242,7 +243,8 @@ pub fn parts_for_balance(tasks: usize) -> usize {
 }
 
 /// Splits `len` into at most `parts` blocks of at least `min` (a multiple of 16 where it can):
-/// (block length, block count).
+/// (block length, block count); the gemm ops' (not built for wasm).
+#[cfg_attr(target_family = "wasm", allow(dead_code))]
 pub fn blocks(len: usize, parts: usize, min: usize) -> (usize, usize) {
     let parts = parts.min(len / min.max(1)).max(1);
     let block = len.div_ceil(parts).next_multiple_of(16).min(len).max(1);
