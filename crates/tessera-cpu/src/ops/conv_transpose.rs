@@ -13,6 +13,7 @@
 //! [ONNX `ConvTranspose`]: https://onnx.ai/onnx/operators/onnx__ConvTranspose.html
 
 use super::gemm_common::{self as parallel, SharedOutput};
+use super::pool_2d::taps_inside_range;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
 use tessera_core::tract_onnx::tract_core::ops::cnn::{Deconv, KernelFormat};
@@ -36,20 +37,8 @@ pub struct Axis {
 impl Axis {
     /// Input positions `lo..hi` whose tap `k` lands inside the output.
     fn valid(&self, k: usize) -> (usize, usize) {
-        let offset = (k * self.dilation) as isize - self.pad_before as isize;
-        // i * stride + offset in 0..output
-        let lo = if offset >= 0 {
-            0
-        } else {
-            ((-offset) as usize).div_ceil(self.stride)
-        };
-        let last = self.output as isize - 1 - offset;
-        let hi = if last < 0 {
-            0
-        } else {
-            (last as usize / self.stride + 1).min(self.input)
-        };
-        (lo.min(hi), hi)
+        let geometry = (self.stride, self.dilation, self.pad_before);
+        taps_inside_range(self.input, self.output, geometry, k)
     }
 
     /// Where tap `k` of input position `i` lands (inside the output when `i` is in

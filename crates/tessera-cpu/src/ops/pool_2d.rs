@@ -29,20 +29,12 @@ pub struct Axis {
 impl Axis {
     /// Output positions `lo..hi` whose tap `k` reads inside the input.
     pub fn valid(&self, k: usize) -> (usize, usize) {
-        let offset = (k * self.dilation) as isize - self.pad_before as isize;
-        // o * stride + offset in 0..input
-        let lo = if offset >= 0 {
-            0
-        } else {
-            ((-offset) as usize).div_ceil(self.stride)
-        };
-        let last = self.input as isize - 1 - offset;
-        let hi = if last < 0 {
-            0
-        } else {
-            (last as usize / self.stride + 1).min(self.output)
-        };
-        (lo.min(hi), hi)
+        taps_inside_range(
+            self.output,
+            self.input,
+            (self.stride, self.dilation, self.pad_before),
+            k,
+        )
     }
 
     /// The input index tap `k` of output `lo` reads (`lo` from [`Axis::valid`], so inside).
@@ -72,6 +64,30 @@ impl Axis {
             })
             .collect()
     }
+}
+
+/// Positions `lo..hi` of `0..count` whose tap `k`, at `p · stride + k · dilation - pad_before`,
+/// falls inside `0..limit`: the outputs whose window's tap reads inside the input (pools,
+/// convolutions), or the inputs whose tap lands inside the output (transposed convolutions).
+pub fn taps_inside_range(
+    count: usize,
+    limit: usize,
+    (stride, dilation, pad_before): (usize, usize, usize),
+    k: usize,
+) -> (usize, usize) {
+    let offset = (k * dilation) as isize - pad_before as isize;
+    let lo = if offset >= 0 {
+        0
+    } else {
+        ((-offset) as usize).div_ceil(stride)
+    };
+    let last = limit as isize - 1 - offset;
+    let hi = if last < 0 {
+        0
+    } else {
+        (last as usize / stride + 1).min(count)
+    };
+    (lo.min(hi), hi)
 }
 
 /// A 2-D pooling window over channels-first planes of a concrete shape.
