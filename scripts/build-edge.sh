@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the static, cpu-only `tessera` binary for an edge board.
-# Usage: scripts/build-edge.sh TARGET [CARGO_PROFILE]   (profile: release (default) or dist)
+# Usage: scripts/build-edge.sh TARGET [CARGO_PROFILE] [serve]   (profile: release (default) or dist)
 #   TARGET: aarch64-unknown-linux-musl | armv7-unknown-linux-gnueabihf | x86_64-unknown-linux-musl
+#   serve: with `tessera serve` (tokio, axum: the serving image); left out by default.
 # Prints the binary's path last. Needs `rustup target add TARGET` and, for the arm targets,
 # Debian's cross gcc (gcc-aarch64-linux-gnu / gcc-arm-linux-gnueabihf): tract-linalg assembles
 # its NEON kernels with it, and it drives the link. musl targets link Rust's self-contained musl
@@ -11,6 +12,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${1:?usage: scripts/build-edge.sh TARGET [release|dist]}"
 profile="${2:-release}"
+features=()
+case "${3:-}" in
+"") ;;
+serve) features=(--features serve) ;;
+*)
+    echo "error: unknown option '$3' (expected: serve)" >&2
+    exit 2
+    ;;
+esac
 
 case "$target" in
 aarch64-unknown-linux-musl) gcc=aarch64-linux-gnu-gcc ;;
@@ -35,7 +45,8 @@ export "CC_${target//-/_}=$gcc"
 # Static: musl targets are static by default; glibc needs crt-static.
 export "CARGO_TARGET_${env_target}_RUSTFLAGS=-C target-feature=+crt-static"
 
-cargo build --locked --profile "$profile" --target "$target" -p tessera-cli --no-default-features >&2
+cargo build --locked --profile "$profile" --target "$target" -p tessera-cli --no-default-features \
+    "${features[@]}" >&2
 dir="$profile"
 [ "$profile" = dev ] && dir=debug
 echo "${CARGO_TARGET_DIR:-target}/$target/$dir/tessera"

@@ -48,6 +48,13 @@ check_target() {
         exit 1
     fi
     step "edge: ${#models[@]} models under $qemu" 600 bash -c 'check_models "$@"' _ "$qemu" "$bin" "${models[@]}"
+    # The edge build leaves the server out, and says so when asked for it.
+    local out
+    if out="$("$qemu" "$bin" serve --model m="$TESSERA_SHARED/models/ppocr_mobile_cls/model.onnx" 2>&1)" \
+        || ! grep -q "built without the server" <<<"$out"; then
+        echo "error: the edge binary's 'serve' should refuse, naming the missing feature: $out" >&2
+        exit 1
+    fi
 }
 
 check_models() {
@@ -70,5 +77,5 @@ check_target aarch64-unknown-linux-musl qemu-aarch64 AArch64
 # here, beside the suites, in the same target directory as the arm64 one (shared host crates).
 if $build_only; then
     step "edge: x86_64-unknown-linux-musl build (beside the suites)" 1800 \
-        scripts/build-edge.sh x86_64-unknown-linux-musl release
+        scripts/build-edge.sh x86_64-unknown-linux-musl release serve
 fi

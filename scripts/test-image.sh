@@ -21,8 +21,8 @@ scripts/ensure-packages.sh buildah=buildah ip=iproute2 unshare=util-linux strip=
 # there beside the other suites; here cargo only confirms it is fresh).
 target="${CARGO_TARGET_DIR:-target}"
 step "image: x86_64-unknown-linux-musl build" 1800 \
-    env CARGO_TARGET_DIR="$target-edge" scripts/build-edge.sh x86_64-unknown-linux-musl release
-binary="$(CARGO_TARGET_DIR="$target-edge" scripts/build-edge.sh x86_64-unknown-linux-musl release 2>/dev/null)"
+    env CARGO_TARGET_DIR="$target-edge" scripts/build-edge.sh x86_64-unknown-linux-musl release serve
+binary="$(CARGO_TARGET_DIR="$target-edge" scripts/build-edge.sh x86_64-unknown-linux-musl release serve 2>/dev/null)"
 
 source scripts/lib/server-venv.sh
 cache="$(server_cache_dir)"

@@ -199,6 +199,7 @@ fn parse_backend(s: &str) -> Result<Backend, String> {
 }
 
 #[derive(Debug, Args)]
+#[cfg_attr(not(feature = "serve"), allow(dead_code))]
 pub struct ServeArgs {
     /// A model to serve, as NAME=PATH.onnx; repeatable.
     #[arg(long = "model", value_name = "NAME=PATH")]

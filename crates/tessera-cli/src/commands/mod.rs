@@ -7,6 +7,7 @@ mod devices;
 mod doctor;
 mod inspect;
 mod run;
+#[cfg(feature = "serve")]
 mod serve;
 
 use crate::args::{Cli, Command, EngineArgs};
@@ -21,7 +22,13 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check(args) => check::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Compare(args) => compare::run(args),
+        #[cfg(feature = "serve")]
         Command::Serve(args) => serve::run(args),
+        #[cfg(not(feature = "serve"))]
+        Command::Serve(_) => anyhow::bail!(
+            "this tessera was built without the server (cargo feature `serve`, left out of the \
+             edge boards' build): use a build with it, e.g. the serving image"
+        ),
         Command::Doctor(args) => doctor::run(args),
     }
 }
