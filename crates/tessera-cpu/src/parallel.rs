@@ -141,8 +141,11 @@ impl Shared {
                 return;
             }
             if !self.failed.load(Ordering::Relaxed) {
-                // A panicking task is carried to the caller, which resumes it: caught here only
-                // so that the task is counted and the caller does not wait for it forever.
+                // A last net, not error handling: tasks return errors for bad sizes and never
+                // panic by design. Should one panic anyway, it is carried to the caller and
+                // resumed there, as rayon's own joins do (uncaught here, rayon would abort the
+                // process and the caller would wait forever); the suites count every panic and
+                // fail the case. Not built for wasm, which runs tasks on one thread.
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one(i))) {
                     Ok(Ok(())) => {}
                     Ok(Err(error)) => {

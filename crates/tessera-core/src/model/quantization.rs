@@ -219,6 +219,13 @@ mod tests {
     }
 
     #[test]
+    fn every_contrib_op_the_core_rewrites_has_a_format() {
+        for op in crate::ops::microsoft_quant::OPERATORS {
+            assert!(FORMAT_OPS.iter().any(|(name, _)| name == op), "{op}");
+        }
+    }
+
+    #[test]
     fn float_graph_is_not_quantized() {
         let g = graph(vec![node("Conv", "", &["x", "w"], &["y"])], &["w"]);
         assert_eq!(Quantization::of(&g), None);

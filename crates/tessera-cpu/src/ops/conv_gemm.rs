@@ -16,8 +16,9 @@
 //!
 //! [ONNX `Conv`]: https://onnx.ai/onnx/operators/onnx__Conv.html
 
-use super::gemm_common::{self as parallel, Epilogue, ProductOp, Run, SharedOutput};
+use super::gemm_common::{self as gemm, Epilogue, ProductOp, Run, SharedOutput};
 use super::pool_2d::{Axis, Window2d};
+use crate::parallel;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
 use tessera_core::tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat, PaddingSpec, PoolSpec};
@@ -390,7 +391,7 @@ impl FastConv {
             // `start..+width` of plane `b` lie inside `output` (sizes checked in `layout`) and
             // no other task writes them: tasks differ in plane, group, tile or row block.
             unsafe {
-                parallel::product(
+                gemm::product(
                     (rows, width, l.depth),
                     out.at(first_out),
                     (1, l.out_plane),
@@ -575,7 +576,7 @@ impl FastConv {
                         // values, ends inside `padded` (checked above); `sums` is this task's
                         // own scratch, `rows × span`.
                         unsafe {
-                            parallel::product(
+                            gemm::product(
                                 (rows, span, l.group_in),
                                 sums.as_mut_ptr(),
                                 sums_strides,
@@ -895,7 +896,7 @@ impl EvalOp for FastConv {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        parallel::eval_product(inputs, &self.output_shape, |operands, output| {
+        gemm::eval_product(inputs, &self.output_shape, |operands, output| {
             let [input, kernel, bias] = operands else {
                 bail!("a convolution takes input, kernel and bias");
             };

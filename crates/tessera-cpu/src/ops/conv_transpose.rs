@@ -12,8 +12,9 @@
 //!
 //! [ONNX `ConvTranspose`]: https://onnx.ai/onnx/operators/onnx__ConvTranspose.html
 
-use super::gemm_common::{self as parallel, SharedOutput};
+use super::gemm_common::{self as gemm, SharedOutput};
 use super::pool_2d::taps_inside_range;
+use crate::parallel;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
 use tessera_core::tract_onnx::tract_core::ops::cnn::{Deconv, KernelFormat};
@@ -259,7 +260,7 @@ impl FastConvTranspose {
             // `group_in` rows of `positions` values `in_plane` apart (sliced above); `products`
             // is this task's own scratch of `channels · taps × positions`.
             unsafe {
-                parallel::product(
+                gemm::product(
                     (channels * taps, positions, group_in),
                     products.as_mut_ptr(),
                     (1, positions),
@@ -326,7 +327,7 @@ impl EvalOp for FastConvTranspose {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        parallel::eval_product(inputs, &self.output_shape, |operands, output| {
+        gemm::eval_product(inputs, &self.output_shape, |operands, output| {
             let [input, kernel, bias] = operands else {
                 bail!("a transposed convolution takes input, kernel and bias");
             };

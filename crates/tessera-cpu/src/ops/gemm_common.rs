@@ -1,9 +1,8 @@
 //! What Tessera's matrix-product ops ([`FastConv`](super::FastConv),
-//! [`FastMatMul`](super::FastMatMul)) share: their parallel tasks on the run's thread pool, the
-//! output those tasks write at disjoint places, and the element-wise epilogue fused after the
-//! product.
+//! [`FastConvTranspose`](super::FastConvTranspose), [`FastMatMul`](super::FastMatMul)) share: the
+//! call into gemm's kernel, the output their tasks (see [`crate::parallel`]) write at disjoint
+//! places, and the element-wise epilogue fused after the product.
 
-pub use crate::parallel::{blocks, for_each, parts_for_balance, threads};
 use std::sync::Arc;
 use tessera_core::tract_onnx::prelude::*;
 

@@ -7,7 +7,8 @@
 //! a stride, with no transposing copy: each axis of the einsum is the row (`m`), column (`n`)
 //! or summed (`k`) axis of the product, or an outer loop over products.
 
-use super::gemm_common::{self as parallel, Epilogue, ProductOp, Run, SharedOutput};
+use super::gemm_common::{self as gemm, Epilogue, ProductOp, Run, SharedOutput};
+use crate::parallel;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
 use tessera_core::tract_onnx::tract_core::ops::einsum::EinSum;
@@ -249,7 +250,7 @@ impl FastMatMul {
             // SAFETY: offsets and strides come from the operands' shapes, checked against their
             // lengths above; every task writes its own rows or columns of its own product.
             unsafe {
-                parallel::product(
+                gemm::product(
                     (rows, columns, self.k.len),
                     out.at(c_at),
                     (self.n.c, self.m.c),
@@ -352,7 +353,7 @@ impl EvalOp for FastMatMul {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        parallel::eval_product(inputs, &self.output_shape, |operands, output| {
+        gemm::eval_product(inputs, &self.output_shape, |operands, output| {
             let [a, b] = operands else {
                 bail!("a matrix product takes two operands");
             };
