@@ -13,6 +13,7 @@ mod ops;
 mod parallel;
 mod plan_graph;
 mod reshape_fusion;
+mod simd;
 mod threading;
 
 pub use node_by_node::{NodeTime, NonFiniteNode};

@@ -153,23 +153,28 @@ impl FastBinChain {
         // Tasks are ranges of elements (a block can be the whole tensor: scalar operands), each
         // walked in pieces that stay in L1 while every step passes over them.
         par_chunks_mut(output, 1, work, |start, chunk| {
-            let mut done = 0;
-            while done < chunk.len() {
-                let at = start + done;
-                let unit_end = (at / unit + 1) * unit;
-                let len = (unit_end - at).min(chunk.len() - done).min(PIECE);
-                let out = &mut chunk[done..][..len];
-                if let Some(a) = a {
-                    out.copy_from_slice(&a[at..][..len]);
-                }
-                for (&(op, share), b) in self.steps.iter().zip(operands) {
-                    match share {
-                        Share::PerBlock => apply(op, out, b[at / (total / b.len())]),
-                        Share::Row => apply_row(op, out, &b[at % b.len()..][..len]),
+            crate::simd::widest(
+                #[inline(always)]
+                || {
+                    let mut done = 0;
+                    while done < chunk.len() {
+                        let at = start + done;
+                        let unit_end = (at / unit + 1) * unit;
+                        let len = (unit_end - at).min(chunk.len() - done).min(PIECE);
+                        let out = &mut chunk[done..][..len];
+                        if let Some(a) = a {
+                            out.copy_from_slice(&a[at..][..len]);
+                        }
+                        for (&(op, share), b) in self.steps.iter().zip(operands) {
+                            match share {
+                                Share::PerBlock => apply(op, out, b[at / (total / b.len())]),
+                                Share::Row => apply_row(op, out, &b[at % b.len()..][..len]),
+                            }
+                        }
+                        done += len;
                     }
-                }
-                done += len;
-            }
+                },
+            );
             Ok(())
         })
     }
@@ -215,6 +220,16 @@ fn share_of(a: &[usize], b: &[usize]) -> Option<Share> {
     }
     let ones = padded.iter().take_while(|&&d| d == 1).count();
     (padded[ones..] == a[ones..]).then_some(Share::Row)
+}
+
+/// Values of a PReLU's input up to which a slope per block too short to vectorize is spread to
+/// the input's shape (4 MiB of f32).
+const MAX_SPREAD_SLOPE: usize = 1 << 20;
+
+/// A PReLU's slope: the plan's own wire, or a constant spread to the input's shape.
+enum Slope {
+    Wire(OutletId),
+    Spread(Tensor),
 }
 
 /// Turns each `Iff(0 > x, x · slope, x)` of an optimized plan (tract's expansion of ONNX
@@ -277,16 +292,37 @@ pub fn fuse_prelu(model: &mut TypedModel) -> TractResult<usize> {
             continue;
         };
         if let Some(chain) =
-            FastBinChain::checked(vec![(Step::PRelu, share)], &[x_shape, slope_shape])
+            FastBinChain::checked(vec![(Step::PRelu, share)], &[x_shape.clone(), slope_shape])
         {
-            found.push((node.id, *x, slope, chain));
+            found.push((node.id, *x, Slope::Wire(slope), chain));
+            continue;
+        }
+        // Slopes per channel of small planes (3×3: blocks too short to vectorize) are spread
+        // once, in the plan, to a constant of x's shape read as a row.
+        let x_len: usize = x_shape.iter().product();
+        let konst = model.outlet_fact(slope)?.konst.clone();
+        if let Some(spread) = konst
+            .filter(|_| x_len <= MAX_SPREAD_SLOPE)
+            .and_then(|k| k.broadcast_to_shape(&x_shape).ok())
+        {
+            let chain =
+                FastBinChain::checked(vec![(Step::PRelu, Share::Row)], &[x_shape.clone(), x_shape]);
+            if let Some(chain) = chain {
+                found.push((node.id, *x, Slope::Spread(spread), chain));
+            }
         }
     }
     let count = found.len();
     for (select, x, slope, chain) in found {
         let mut patch = TypedModelPatch::new("prelu");
         let x = patch.tap_model(model, x)?;
-        let slope = patch.tap_model(model, slope)?;
+        let slope = match slope {
+            Slope::Wire(slope) => patch.tap_model(model, slope)?,
+            Slope::Spread(values) => {
+                let name = format!("{}.slope", model.node(select).name);
+                patch.add_const(name, values)?
+            }
+        };
         let name = model.node(select).name.clone();
         let wire = patch.wire_node(name, chain, &[x, slope])?;
         patch.shunt_outside(model, OutletId::new(select, 0), wire[0])?;
@@ -303,7 +339,7 @@ const PIECE: usize = 4096;
 
 /// `x = x op value` over `out`, one loop per operation so that each vectorizes. Max and Min
 /// keep a NaN `x` (NaN propagates, as ONNX's Relu, Max and Min do).
-#[inline]
+#[inline(always)]
 fn apply(op: Step, out: &mut [f32], value: f32) {
     match op {
         Step::Add => out.iter_mut().for_each(|x| *x += value),
@@ -323,7 +359,7 @@ fn apply(op: Step, out: &mut [f32], value: f32) {
 }
 
 /// `x = x op b` element by element over `out` and `row` (as long as `out`).
-#[inline]
+#[inline(always)]
 fn apply_row(op: Step, out: &mut [f32], row: &[f32]) {
     let pairs = out.iter_mut().zip(row);
     match op {

@@ -360,65 +360,76 @@ impl FastConv {
         let tasks = self.tasks(l.batch, l.tiles, l.group_out);
         let out = SharedOutput::new(output);
         let scratch_len = if l.direct { 0 } else { l.depth * l.tile };
+        // Strided columns: every input row split by phase once, so that each gathered run is a
+        // contiguous copy instead of a strided walk (ResNet's and Inception's first layers
+        // gather 7×7 taps at stride 2).
+        let phased = self.column_phases().map(|phases| phases.split(input));
+        let input = phased.as_deref().unwrap_or(input);
+        // Gathering and the epilogue vectorized for this CPU's widest registers.
         parallel::for_each(tasks.count(), scratch_len, |scratch, task| {
-            let Task {
-                b,
-                g,
-                tile,
-                first_row,
-                rows,
-            } = tasks.task(task);
-            let start = tile * l.tile;
-            let width = l.tile.min(l.out_plane - start);
-            if rows == 0 {
-                return Ok(());
-            }
-            let planes = &input[(b * self.in_channels + g * l.group_in) * l.in_plane..]
-                [..l.group_in * l.in_plane];
-            let (matrix, matrix_row) = if l.direct {
-                (&planes[start..], l.in_plane)
-            } else {
-                let gathered = &mut scratch[..l.depth * width];
-                self.gather(planes, start, width, gathered);
-                (&*gathered, width)
-            };
-            let out_channel = g * l.group_out + first_row;
-            let weights = &kernel[out_channel * l.depth..][..rows * l.depth];
-            let first_out = (b * self.out_channels + out_channel) * l.out_plane + start;
-            // SAFETY: `matrix` holds `depth` rows of `width` values `matrix_row` apart (checked
-            // by the slicing above: the last row ends inside `planes` or `gathered`), `weights`
-            // `rows × depth` values; the output rows `out_channel..+rows`, columns
-            // `start..+width` of plane `b` lie inside `output` (sizes checked in `layout`) and
-            // no other task writes them: tasks differ in plane, group, tile or row block.
-            unsafe {
-                gemm::product(
-                    (rows, width, l.depth),
-                    out.at(first_out),
-                    (1, l.out_plane),
-                    weights.as_ptr(),
-                    (1, l.depth),
-                    matrix.as_ptr(),
-                    (1, matrix_row),
-                    false,
-                );
-                for row in 0..rows {
-                    let channel = out_channel + row;
-                    let values = std::slice::from_raw_parts_mut(
-                        out.at(first_out + row * l.out_plane),
-                        width,
-                    );
-                    let run = Run::AlongRow {
-                        row: channel,
-                        first_column: start,
+            crate::simd::widest(
+                #[inline(always)]
+                || {
+                    let Task {
+                        b,
+                        g,
+                        tile,
+                        first_row,
+                        rows,
+                    } = tasks.task(task);
+                    let start = tile * l.tile;
+                    let width = l.tile.min(l.out_plane - start);
+                    if rows == 0 {
+                        return Ok(());
+                    }
+                    let planes = &input[(b * self.in_channels + g * l.group_in) * l.in_plane..]
+                        [..l.group_in * l.in_plane];
+                    let (matrix, matrix_row) = if l.direct {
+                        (&planes[start..], l.in_plane)
+                    } else {
+                        let gathered = &mut scratch[..l.depth * width];
+                        self.gather(planes, start, width, gathered);
+                        (&*gathered, width)
                     };
-                    self.epilogue.apply(
-                        values,
-                        run,
-                        bias[if bias.len() == 1 { 0 } else { channel }],
-                    );
-                }
-            }
-            Ok(())
+                    let out_channel = g * l.group_out + first_row;
+                    let weights = &kernel[out_channel * l.depth..][..rows * l.depth];
+                    let first_out = (b * self.out_channels + out_channel) * l.out_plane + start;
+                    // SAFETY: `matrix` holds `depth` rows of `width` values `matrix_row` apart (checked
+                    // by the slicing above: the last row ends inside `planes` or `gathered`), `weights`
+                    // `rows × depth` values; the output rows `out_channel..+rows`, columns
+                    // `start..+width` of plane `b` lie inside `output` (sizes checked in `layout`) and
+                    // no other task writes them: tasks differ in plane, group, tile or row block.
+                    unsafe {
+                        gemm::product(
+                            (rows, width, l.depth),
+                            out.at(first_out),
+                            (1, l.out_plane),
+                            weights.as_ptr(),
+                            (1, l.depth),
+                            matrix.as_ptr(),
+                            (1, matrix_row),
+                            false,
+                        );
+                        for row in 0..rows {
+                            let channel = out_channel + row;
+                            let values = std::slice::from_raw_parts_mut(
+                                out.at(first_out + row * l.out_plane),
+                                width,
+                            );
+                            let run = Run::AlongRow {
+                                row: channel,
+                                first_column: start,
+                            };
+                            self.epilogue.apply(
+                                values,
+                                run,
+                                bias[if bias.len() == 1 { 0 } else { channel }],
+                            );
+                        }
+                    }
+                    Ok(())
+                },
+            )
         })
     }
 
@@ -535,96 +546,103 @@ impl FastConv {
             tasks.count(),
             tasks.rows_per_block * span,
             |scratch, task| {
-                let Task {
-                    b,
-                    g,
-                    tile,
-                    first_row,
-                    rows,
-                } = tasks.task(task);
-                let first_y = tile * s.tile_rows;
-                let tile_rows = s.tile_rows.min(r.output - first_y);
-                if rows == 0 {
-                    return Ok(());
-                }
-                let span = span_of(tile_rows);
-                let sums = &mut scratch[..rows * span];
-                // Sums are `rows × span`: along positions (channels first) or along channels.
-                let sums_strides = if cl { (rows, 1) } else { (1, span) };
-                let image = b * self.in_channels * padded_plane;
-                let out_channel = g * l.group_out + first_row;
-                for ky in 0..r.kernel {
-                    for kx in 0..c.kernel {
-                        let tap = ky * c.kernel + kx;
-                        let (weights, weight_strides) = if cl {
-                            let len = (l.group_in - 1) * self.out_channels + rows;
-                            let at = tap * tap_len + out_channel;
-                            (&by_tap[at..][..len], (self.out_channels, 1))
-                        } else {
-                            let at = tap * tap_len + out_channel * l.group_in;
-                            (&by_tap[at..][..rows * l.group_in], (1, l.group_in))
-                        };
-                        let offset = (first_y + ky * r.dilation) * s.width + kx * c.dilation;
-                        let first =
-                            image + g * l.group_in * channel_stride + offset * position_stride;
-                        let last = first
-                            + (l.group_in - 1) * channel_stride
-                            + (span - 1) * position_stride;
-                        ensure!(last < padded.len(), "a tap reads past the padded input");
-                        // SAFETY: `weights` holds the `rows × group_in` values its strides
-                        // reach (sliced above); the tap's matrix, `group_in` rows of `span`
-                        // values, ends inside `padded` (checked above); `sums` is this task's
-                        // own scratch, `rows × span`.
-                        unsafe {
-                            gemm::product(
-                                (rows, span, l.group_in),
-                                sums.as_mut_ptr(),
-                                sums_strides,
-                                weights.as_ptr(),
-                                weight_strides,
-                                padded.as_ptr().add(first),
-                                (position_stride, channel_stride),
-                                tap > 0,
-                            );
+                crate::simd::widest(
+                    #[inline(always)]
+                    || {
+                        let Task {
+                            b,
+                            g,
+                            tile,
+                            first_row,
+                            rows,
+                        } = tasks.task(task);
+                        let first_y = tile * s.tile_rows;
+                        let tile_rows = s.tile_rows.min(r.output - first_y);
+                        if rows == 0 {
+                            return Ok(());
                         }
-                    }
-                }
-                if cl {
-                    self.channels_last_out(
-                        &out,
-                        sums,
-                        (b, first_y, tile_rows),
-                        out_channel,
-                        rows,
-                        s,
-                        bias,
-                    );
-                    return Ok(());
-                }
-                for (row, sum) in sums.chunks_exact(span).enumerate() {
-                    let channel = out_channel + row;
-                    let plane_start = (b * self.out_channels + channel) * l.out_plane;
-                    for y in 0..tile_rows {
-                        let first_column = (first_y + y) * c.output;
-                        // SAFETY: output row `first_y + y` of plane `channel` of image `b`: inside
-                        // `output` (sizes checked in `layout`), written by this task alone (tasks
-                        // differ in image, group, tile of rows or block of channels).
-                        let values = unsafe {
-                            std::slice::from_raw_parts_mut(
-                                out.at(plane_start + first_column),
-                                c.output,
-                            )
-                        };
-                        values.copy_from_slice(&sum[y * s.width..][..c.output]);
-                        let run = Run::AlongRow {
-                            row: channel,
-                            first_column,
-                        };
-                        let extra = bias[if bias.len() == 1 { 0 } else { channel }];
-                        self.epilogue.apply(values, run, extra);
-                    }
-                }
-                Ok(())
+                        let span = span_of(tile_rows);
+                        let sums = &mut scratch[..rows * span];
+                        // Sums are `rows × span`: along positions (channels first) or along channels.
+                        let sums_strides = if cl { (rows, 1) } else { (1, span) };
+                        let image = b * self.in_channels * padded_plane;
+                        let out_channel = g * l.group_out + first_row;
+                        for ky in 0..r.kernel {
+                            for kx in 0..c.kernel {
+                                let tap = ky * c.kernel + kx;
+                                let (weights, weight_strides) = if cl {
+                                    let len = (l.group_in - 1) * self.out_channels + rows;
+                                    let at = tap * tap_len + out_channel;
+                                    (&by_tap[at..][..len], (self.out_channels, 1))
+                                } else {
+                                    let at = tap * tap_len + out_channel * l.group_in;
+                                    (&by_tap[at..][..rows * l.group_in], (1, l.group_in))
+                                };
+                                let offset =
+                                    (first_y + ky * r.dilation) * s.width + kx * c.dilation;
+                                let first = image
+                                    + g * l.group_in * channel_stride
+                                    + offset * position_stride;
+                                let last = first
+                                    + (l.group_in - 1) * channel_stride
+                                    + (span - 1) * position_stride;
+                                ensure!(last < padded.len(), "a tap reads past the padded input");
+                                // SAFETY: `weights` holds the `rows × group_in` values its strides
+                                // reach (sliced above); the tap's matrix, `group_in` rows of `span`
+                                // values, ends inside `padded` (checked above); `sums` is this task's
+                                // own scratch, `rows × span`.
+                                unsafe {
+                                    gemm::product(
+                                        (rows, span, l.group_in),
+                                        sums.as_mut_ptr(),
+                                        sums_strides,
+                                        weights.as_ptr(),
+                                        weight_strides,
+                                        padded.as_ptr().add(first),
+                                        (position_stride, channel_stride),
+                                        tap > 0,
+                                    );
+                                }
+                            }
+                        }
+                        if cl {
+                            self.channels_last_out(
+                                &out,
+                                sums,
+                                (b, first_y, tile_rows),
+                                out_channel,
+                                rows,
+                                s,
+                                bias,
+                            );
+                            return Ok(());
+                        }
+                        for (row, sum) in sums.chunks_exact(span).enumerate() {
+                            let channel = out_channel + row;
+                            let plane_start = (b * self.out_channels + channel) * l.out_plane;
+                            for y in 0..tile_rows {
+                                let first_column = (first_y + y) * c.output;
+                                // SAFETY: output row `first_y + y` of plane `channel` of image `b`: inside
+                                // `output` (sizes checked in `layout`), written by this task alone (tasks
+                                // differ in image, group, tile of rows or block of channels).
+                                let values = unsafe {
+                                    std::slice::from_raw_parts_mut(
+                                        out.at(plane_start + first_column),
+                                        c.output,
+                                    )
+                                };
+                                values.copy_from_slice(&sum[y * s.width..][..c.output]);
+                                let run = Run::AlongRow {
+                                    row: channel,
+                                    first_column,
+                                };
+                                let extra = bias[if bias.len() == 1 { 0 } else { channel }];
+                                self.epilogue.apply(values, run, extra);
+                            }
+                        }
+                        Ok(())
+                    },
+                )
             },
         )
     }
@@ -728,10 +746,20 @@ impl FastConv {
         })
     }
 
+    /// How the gathered path splits input rows by column phase: for strides above 1 without
+    /// dilation.
+    fn column_phases(&self) -> Option<ColumnPhases> {
+        let c = self.window.cols;
+        (c.stride > 1 && c.dilation == 1 && !self.direct()).then(|| ColumnPhases::new(c))
+    }
+
     /// im2col of output positions `start..start + width`: row `(channel, ky, kx)` of `gathered`
     /// holds the input value that tap reads for each position, zero where it reads padding.
+    /// With strided columns, `planes`' rows are split by phase ([`ColumnPhases`]).
+    #[inline(always)]
     fn gather(&self, planes: &[f32], start: usize, width: usize, gathered: &mut [f32]) {
         let (r, c) = (self.window.rows, self.window.cols);
+        let phases = self.column_phases();
         let in_plane = r.input * c.input;
         let mut rows = gathered.chunks_exact_mut(width);
         for plane in planes.chunks_exact(in_plane) {
@@ -758,16 +786,69 @@ impl FastConv {
                         let source = &plane[iy * c.input..][..c.input];
                         let first = (ox + lo) * c.stride + kx * c.dilation - c.pad_before;
                         let inside = &mut segment[lo..hi];
-                        if c.stride == 1 {
-                            copy_run(inside, &source[first..]);
-                        } else {
-                            let taps = source[first..].iter().step_by(c.stride);
-                            inside.iter_mut().zip(taps).for_each(|(v, s)| *v = *s);
+                        match &phases {
+                            None if c.stride == 1 => copy_run(inside, &source[first..]),
+                            None => {
+                                let taps = source[first..].iter().step_by(c.stride);
+                                inside.iter_mut().zip(taps).for_each(|(v, s)| *v = *s);
+                            }
+                            Some(phases) => copy_run(inside, &source[phases.at(first)..]),
                         }
                     }
                 }
             }
         }
+    }
+}
+
+/// Input rows split by column phase: a row `x0 x1 x2 x3 x4` at stride 2 becomes
+/// `x0 x2 x4 x1 x3`, so that the columns a strided tap reads are consecutive.
+#[derive(Debug, Clone)]
+struct ColumnPhases {
+    width: usize,
+    stride: usize,
+    /// Where each phase starts in a split row.
+    starts: Vec<usize>,
+}
+
+impl ColumnPhases {
+    fn new(cols: Axis) -> ColumnPhases {
+        let (width, stride) = (cols.input, cols.stride);
+        let mut starts = Vec::with_capacity(stride);
+        let mut at = 0;
+        for phase in 0..stride {
+            starts.push(at);
+            at += width.saturating_sub(phase).div_ceil(stride);
+        }
+        ColumnPhases {
+            width,
+            stride,
+            starts,
+        }
+    }
+
+    /// Where column `x` of a row lies in the split row.
+    #[inline(always)]
+    fn at(&self, x: usize) -> usize {
+        self.starts[x % self.stride] + x / self.stride
+    }
+
+    /// `input`'s rows, each split by phase.
+    fn split(&self, input: &[f32]) -> Vec<f32> {
+        let mut split = vec![0.0; input.len()];
+        crate::simd::widest(
+            #[inline(always)]
+            || {
+                let rows = input.chunks_exact(self.width);
+                for (row, out) in rows.zip(split.chunks_exact_mut(self.width)) {
+                    for (phase, &start) in self.starts.iter().enumerate() {
+                        let taps = row[phase..].iter().step_by(self.stride);
+                        out[start..].iter_mut().zip(taps).for_each(|(o, v)| *o = *v);
+                    }
+                }
+            },
+        );
+        split
     }
 }
 

@@ -73,25 +73,29 @@ impl FastDepthwiseConv {
             "depthwise input and output planes differ"
         );
         let padded = Padded::new(&self.window);
-        let vectorized = plane_kernel();
         par_chunks_mut(
             output,
             out_plane,
             output.len() * taps,
             |first_plane, planes| {
                 let mut scratch = vec![0f32; padded.scratch_len()];
-                for (p, out) in planes.chunks_mut(out_plane).enumerate() {
-                    let plane = first_plane + p;
-                    let channel = plane % self.channels;
-                    vectorized(
-                        &padded,
-                        &input[plane * in_plane..][..in_plane],
-                        &kernel[channel * taps..][..taps],
-                        bias[if bias.len() == 1 { 0 } else { channel }],
-                        &mut scratch,
-                        out,
-                    );
-                }
+                crate::simd::widest(
+                    #[inline(always)]
+                    || {
+                        for (p, out) in planes.chunks_mut(out_plane).enumerate() {
+                            let plane = first_plane + p;
+                            let channel = plane % self.channels;
+                            convolve_plane(
+                                &padded,
+                                &input[plane * in_plane..][..in_plane],
+                                &kernel[channel * taps..][..taps],
+                                bias[if bias.len() == 1 { 0 } else { channel }],
+                                &mut scratch,
+                                out,
+                            );
+                        }
+                    },
+                );
                 Ok(())
             },
         )
@@ -148,33 +152,6 @@ impl Padded {
                 .copy_from_slice(&plane[y * c.input..][..cols]);
         }
     }
-}
-
-type PlaneKernel = fn(&Padded, &[f32], &[f32], f32, &mut [f32], &mut [f32]);
-
-/// [`convolve_plane`] compiled for the widest vectors this machine has.
-fn plane_kernel() -> PlaneKernel {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        return |padded, plane, weights, bias, scratch, out| {
-            // SAFETY: the CPU has AVX2 (checked just above).
-            unsafe { convolve_plane_avx2(padded, plane, weights, bias, scratch, out) }
-        };
-    }
-    convolve_plane
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn convolve_plane_avx2(
-    padded: &Padded,
-    plane: &[f32],
-    weights: &[f32],
-    bias: f32,
-    scratch: &mut [f32],
-    out: &mut [f32],
-) {
-    convolve_plane(padded, plane, weights, bias, scratch, out)
 }
 
 /// One plane, from its padded copy. Unit strides: each tap `(ky, kx)` adds `weight × the padded

@@ -210,25 +210,40 @@ impl Epilogue {
     }
 
     /// Applies to `values`, the output values of `run`, each first plus `extra` (a
-    /// convolution's bias).
-    #[inline]
+    /// convolution's bias). A NaN stays NaN through the clamp, as through ONNX's Relu and Clip.
+    /// Inlined, so that it vectorizes as widely as its caller ([`crate::simd::widest`]).
+    #[inline(always)]
     pub fn apply(&self, values: &mut [f32], run: Run, extra: f32) {
         use Values::{Constant, Varying};
         let low = self.low.unwrap_or(f32::NEG_INFINITY);
         let high = self.high.unwrap_or(f32::INFINITY);
+        // Compare-and-select, not `f32::max`: one vector max or min each (`f32::max` adds a
+        // NaN test and a blend per vector).
+        let clamp = |v: f32| {
+            let v = if v < low { low } else { v };
+            if v > high { high } else { v }
+        };
         let len = values.len();
         let scale = Operand::over(&self.scale, run, len, 1.0);
         let add = Operand::over(&self.add, run, len, 0.0);
         match (scale, add) {
             (Constant(scale), Constant(add)) => {
-                match (scale != 1.0 || add != 0.0 || extra != 0.0, self.clamps()) {
-                    (false, false) => {}
-                    (true, false) => values
+                let affine = scale != 1.0 || add != 0.0 || extra != 0.0;
+                match (affine, self.low.is_some(), self.high.is_some()) {
+                    (false, false, false) => {}
+                    (true, false, false) => values
                         .iter_mut()
                         .for_each(|v| *v = (*v + extra) * scale + add),
-                    (_, true) => values
+                    (false, true, false) => values
                         .iter_mut()
-                        .for_each(|v| *v = ((*v + extra) * scale + add).max(low).min(high)),
+                        .for_each(|v| *v = if *v < low { low } else { *v }),
+                    (true, true, false) => values.iter_mut().for_each(|v| {
+                        let x = (*v + extra) * scale + add;
+                        *v = if x < low { low } else { x }
+                    }),
+                    _ => values
+                        .iter_mut()
+                        .for_each(|v| *v = clamp((*v + extra) * scale + add)),
                 }
             }
             (scale, add) => {
@@ -237,9 +252,7 @@ impl Epilogue {
                     Varying(vs) => vs[i],
                 };
                 for (i, v) in values.iter_mut().enumerate() {
-                    *v = ((*v + extra) * at(&scale, i) + at(&add, i))
-                        .max(low)
-                        .min(high);
+                    *v = clamp((*v + extra) * at(&scale, i) + at(&add, i));
                 }
             }
         }

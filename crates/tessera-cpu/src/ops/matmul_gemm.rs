@@ -286,34 +286,39 @@ impl FastMatMul {
         let run = |offset: usize, len: usize| unsafe {
             std::slice::from_raw_parts_mut(out.at(at + offset), len)
         };
-        if n == 1 || columns == 1 {
-            for row in 0..rows {
-                let run_at = Run::AlongRow {
-                    row: first_row + row,
-                    first_column,
-                };
-                self.epilogue.apply(run(row * m, columns), run_at, 0.0);
-            }
-        } else if m == 1 || rows == 1 {
-            for column in 0..columns {
-                let run_at = Run::AlongColumn {
-                    column: first_column + column,
-                    first_row,
-                };
-                self.epilogue.apply(run(column * n, rows), run_at, 0.0);
-            }
-        } else {
-            for row in 0..rows {
-                for column in 0..columns {
-                    let run_at = Run::AlongRow {
-                        row: first_row + row,
-                        first_column: first_column + column,
-                    };
-                    self.epilogue
-                        .apply(run(row * m + column * n, 1), run_at, 0.0);
+        crate::simd::widest(
+            #[inline(always)]
+            || {
+                if n == 1 || columns == 1 {
+                    for row in 0..rows {
+                        let run_at = Run::AlongRow {
+                            row: first_row + row,
+                            first_column,
+                        };
+                        self.epilogue.apply(run(row * m, columns), run_at, 0.0);
+                    }
+                } else if m == 1 || rows == 1 {
+                    for column in 0..columns {
+                        let run_at = Run::AlongColumn {
+                            column: first_column + column,
+                            first_row,
+                        };
+                        self.epilogue.apply(run(column * n, rows), run_at, 0.0);
+                    }
+                } else {
+                    for row in 0..rows {
+                        for column in 0..columns {
+                            let run_at = Run::AlongRow {
+                                row: first_row + row,
+                                first_column: first_column + column,
+                            };
+                            self.epilogue
+                                .apply(run(row * m + column * n, 1), run_at, 0.0);
+                        }
+                    }
                 }
-            }
-        }
+            },
+        )
     }
 }
 

@@ -164,23 +164,38 @@ impl Window2d {
         );
         let work = input.len() * r.kernel * c.kernel / (r.stride * c.stride).max(1);
         par_chunks_mut(output, out_plane, work, |first_plane, planes| {
-            // One output row's window rows folded: a row of the input's width.
-            let mut folded_rows = vec![F::EMPTY; r.output * c.input];
-            let planes = planes
-                .chunks_mut(out_plane)
-                .enumerate()
-                .map(|(p, out)| (&input[(first_plane + p) * in_plane..][..in_plane], out));
-            for (plane, out) in planes {
-                fold_plane::<F>(self, plane, &mut folded_rows, out);
-                finish(out);
-            }
+            crate::simd::widest(
+                #[inline(always)]
+                || {
+                    // Each output row's window rows folded into a row of the input's width; and
+                    // those rows split by column phase for strided windows.
+                    let mut folded_rows = vec![F::EMPTY; r.output * c.input];
+                    let mut phases = vec![F::EMPTY; r.output * c.input + c.stride];
+                    let planes = planes
+                        .chunks_mut(out_plane)
+                        .enumerate()
+                        .map(|(p, out)| (&input[(first_plane + p) * in_plane..][..in_plane], out));
+                    for (plane, out) in planes {
+                        fold_plane::<F>(self, plane, &mut folded_rows, &mut phases, out);
+                        finish(out);
+                    }
+                },
+            );
             Ok(())
         })
     }
 }
 
-/// Folds one plane's windows into `out`, through `folded_rows` (`rows.output × cols.input`).
-fn fold_plane<F: Fold>(window: &Window2d, plane: &[f32], folded_rows: &mut [f32], out: &mut [f32]) {
+/// Folds one plane's windows into `out`, through `folded_rows` and `phases` (both
+/// `rows.output × cols.input`, `phases` `cols.stride` more).
+#[inline(always)]
+fn fold_plane<F: Fold>(
+    window: &Window2d,
+    plane: &[f32],
+    folded_rows: &mut [f32],
+    phases: &mut [f32],
+    out: &mut [f32],
+) {
     let (r, c) = (window.rows, window.cols);
     folded_rows.fill(F::EMPTY);
     for ky in 0..r.kernel {
@@ -206,7 +221,7 @@ fn fold_plane<F: Fold>(window: &Window2d, plane: &[f32], folded_rows: &mut [f32]
             );
         }
     }
-    fold_columns::<F>(&c, folded_rows, out);
+    fold_columns::<F>(&c, folded_rows, phases, out);
 }
 
 /// `acc[i] = fold(acc[i], src[i])`.
@@ -219,28 +234,38 @@ fn fold_into<F: Fold>(acc: &mut [f32], src: &[f32]) {
 
 /// The column pass: each row of `folded` (`cols.input` wide) folded across the window's columns
 /// into a row of `out` (`cols.output` wide). Outputs whose window lies inside the row run in one
-/// loop per row, specialised for the common kernels and strides so that it vectorizes; the few
-/// at the borders skip the taps outside.
+/// loop, specialised for the common kernels and strides so that it vectorizes (strided windows
+/// through the row split by column phase); the few at the borders skip the taps outside.
+///
+/// When the input is `stride` times as wide as the output (same-padded pools: 14 → 14, 112 → 56)
+/// output `o` of the whole plane, read as one long row, takes its taps from `o · stride + k - pad`
+/// as within a row: then one loop runs over the plane (rows of 7 to 28 values left most of a
+/// 16-wide vector loop idle) and only the border columns are redone row by row.
 #[inline(always)]
-fn fold_columns<F: Fold>(cols: &Axis, folded: &[f32], out: &mut [f32]) {
+fn fold_columns<F: Fold>(cols: &Axis, folded: &[f32], phases: &mut [f32], out: &mut [f32]) {
     let (lo, hi) = (cols.valid(0).0, cols.valid(cols.kernel - 1).1);
     let interior = lo..hi.max(lo);
-    let first = if interior.is_empty() {
-        0
-    } else {
-        cols.first_input(lo, 0)
-    };
+    let flat =
+        cols.dilation == 1 && cols.input == cols.stride * cols.output && !interior.is_empty();
+    if flat {
+        // Outputs of the flat plane whose taps all lie inside it.
+        let plane = Axis {
+            input: folded.len(),
+            output: out.len(),
+            ..*cols
+        };
+        let first = plane.valid(0).0;
+        let end = plane.valid(cols.kernel - 1).1.max(first);
+        let src = &folded[plane.first_input(first, 0)..];
+        fold_interior::<F>(cols, &mut out[first..end], src, phases);
+    }
     for (row, out_row) in folded
         .chunks_exact(cols.input)
         .zip(out.chunks_exact_mut(cols.output))
     {
-        let inside = &mut out_row[interior.clone()];
-        let src = &row[first..];
-        match (cols.kernel, cols.stride, cols.dilation) {
-            (2, 2, 1) => fold_window::<F, 2, 2>(inside, src, 1),
-            (3, 1, 1) => fold_window::<F, 3, 1>(inside, src, 1),
-            (3, 2, 1) => fold_window::<F, 3, 2>(inside, src, 1),
-            (k, s, d) => fold_window_any::<F>(inside, src, k, s, d),
+        if !flat && !interior.is_empty() {
+            let src = &row[cols.first_input(lo, 0)..];
+            fold_interior::<F>(cols, &mut out_row[interior.clone()], src, phases);
         }
         for ox in (0..interior.start).chain(interior.end..cols.output) {
             out_row[ox] = (0..cols.kernel)
@@ -250,6 +275,56 @@ fn fold_columns<F: Fold>(cols: &Axis, folded: &[f32], out: &mut [f32]) {
                 })
                 .fold(F::EMPTY, F::op);
         }
+    }
+}
+
+/// `out[i]` = fold of `src[i · stride + k · dilation]` over the taps `k`, all inside `src`.
+#[inline(always)]
+fn fold_interior<F: Fold>(cols: &Axis, out: &mut [f32], src: &[f32], phases: &mut [f32]) {
+    match (cols.kernel, cols.stride, cols.dilation) {
+        (3, 1, 1) => fold_window::<F, 3, 1>(out, src, 1),
+        (k, s, 1) if s > 1 => fold_by_phase::<F>(out, src, k, s, phases),
+        (k, s, d) => fold_window_any::<F>(out, src, k, s, d),
+    }
+}
+
+/// `out[i] = fold over k < kernel of src[i * stride + k]`, every tap inside `src`, for a stride
+/// above 1: `src` is split into its `stride` phases (`phase p` holds `src[j * stride + p]`), then
+/// tap `k` reads phase `k % stride` from offset `k / stride`, each a contiguous loop.
+#[inline(always)]
+fn fold_by_phase<F: Fold>(
+    out: &mut [f32],
+    src: &[f32],
+    kernel: usize,
+    stride: usize,
+    phases: &mut [f32],
+) {
+    let n = out.len();
+    if n == 0 {
+        return;
+    }
+    let used = (n - 1) * stride + kernel;
+    let src = &src[..used];
+    let phase_len = used.div_ceil(stride);
+    let phases = &mut phases[..phase_len * stride];
+    if stride == 2 {
+        let (even, odd) = phases.split_at_mut(phase_len);
+        for ((pair, e), o) in src.chunks_exact(2).zip(even.iter_mut()).zip(odd.iter_mut()) {
+            *e = pair[0];
+            *o = pair[1];
+        }
+        if used % 2 == 1 {
+            even[phase_len - 1] = src[used - 1];
+        }
+    } else {
+        for (j, v) in src.iter().enumerate() {
+            phases[(j % stride) * phase_len + j / stride] = *v;
+        }
+    }
+    out.copy_from_slice(&phases[..n]);
+    for k in 1..kernel {
+        let phase = &phases[(k % stride) * phase_len..][..phase_len];
+        fold_into::<F>(out, &phase[k / stride..][..n]);
     }
 }
 
@@ -295,7 +370,7 @@ pub mod tests {
     use super::*;
 
     /// The windows the tests pool over: (input, kernel, stride, dilation, pad).
-    pub const GEOMETRIES: [(usize, usize, usize, usize, usize); 8] = [
+    pub const GEOMETRIES: [(usize, usize, usize, usize, usize); 9] = [
         (9, 3, 1, 1, 1),
         (9, 3, 2, 1, 0),
         (10, 3, 2, 1, 1),
@@ -304,6 +379,7 @@ pub mod tests {
         (5, 5, 1, 1, 2),
         (4, 3, 2, 1, 2),
         (111, 3, 2, 1, 0),
+        (13, 3, 2, 1, 1),
     ];
 
     /// A square-ish window for one entry of [`GEOMETRIES`] (columns one wider than rows), over
