@@ -370,7 +370,7 @@ pub mod tests {
     use super::*;
 
     /// The windows the tests pool over: (input, kernel, stride, dilation, pad).
-    pub const GEOMETRIES: [(usize, usize, usize, usize, usize); 9] = [
+    pub const GEOMETRIES: [(usize, usize, usize, usize, usize); 11] = [
         (9, 3, 1, 1, 1),
         (9, 3, 2, 1, 0),
         (10, 3, 2, 1, 1),
@@ -380,6 +380,8 @@ pub mod tests {
         (4, 3, 2, 1, 2),
         (111, 3, 2, 1, 0),
         (13, 3, 2, 1, 1),
+        (40, 3, 1, 1, 1),
+        (63, 3, 2, 1, 1),
     ];
 
     /// A square-ish window for one entry of [`GEOMETRIES`] (columns one wider than rows), over
