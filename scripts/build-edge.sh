@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Builds the static, cpu-only `tessera` binary for an edge board.
 # Usage: scripts/build-edge.sh TARGET [CARGO_PROFILE] [serve]   (profile: release (default) or dist)
-#   TARGET: aarch64-unknown-linux-musl | armv7-unknown-linux-gnueabihf | x86_64-unknown-linux-musl
+#   TARGET: aarch64-unknown-linux-musl | thumbv7neon-unknown-linux-gnueabihf (32-bit ARM with
+#           NEON, Thumb-2 code: Raspberry Pi 2/3 OS) | x86_64-unknown-linux-musl
 #   serve: with `tessera serve` (tokio, axum: the serving image); left out by default.
 # Prints the binary's path last. Needs `rustup target add TARGET` and, for the arm targets,
 # Debian's cross gcc (gcc-aarch64-linux-gnu / gcc-arm-linux-gnueabihf): tract-linalg assembles
 # its NEON kernels with it, and it drives the link. musl targets link Rust's self-contained musl
-# CRT and libc; armv7 uses glibc linked statically (`+crt-static`) because rustup has no
-# armv7 musl standard library for this toolchain.
+# CRT and libc; 32-bit ARM uses glibc linked statically (`+crt-static`) because rustup has no
+# armv7 musl standard library for this toolchain, and Thumb-2 code because glibc's is: an ARM-mode
+# build (armv7-unknown-linux-gnueabihf) got a linker veneer to glibc's memchr whose ifunc entry
+# lost its Thumb bit, and crashed at start (SIGILL in memchr_ifunc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${1:?usage: scripts/build-edge.sh TARGET [release|dist]}"
@@ -24,7 +27,11 @@ esac
 
 case "$target" in
 aarch64-unknown-linux-musl) gcc=aarch64-linux-gnu-gcc ;;
-armv7-unknown-linux-gnueabihf) gcc=arm-linux-gnueabihf-gcc ;;
+thumbv7neon-unknown-linux-gnueabihf) gcc=arm-linux-gnueabihf-gcc ;;
+armv7-unknown-linux-gnueabihf)
+    echo "error: for 32-bit ARM build thumbv7neon-unknown-linux-gnueabihf (see the comment above)" >&2
+    exit 2
+    ;;
 x86_64-unknown-linux-musl) gcc=gcc ;;
 *)
     echo "error: unknown edge target '$target'" >&2

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Edge boards: builds the static, cpu-only `tessera` for arm64 and runs
-# `tessera check` on shared real models under qemu user-mode emulation, so tract's NEON kernels
-# run for real. Fails on the first model whose outputs do not match onnxruntime's.
+# Edge boards: builds the static, cpu-only `tessera` for arm64 and for 32-bit ARM (armv7 with
+# NEON, Thumb-2) and runs `tessera check` on shared real models under qemu user-mode emulation,
+# so tract's NEON kernels run for real. Fails on the first model whose outputs do not match
+# onnxruntime's.
 # CI uses the `release` profile (no fat LTO: a cold build stays short); the size-optimised
 # `dist` binaries are built by hand (README, "Edge boards").
 # `--build-only`: the build step alone (scripts/test.sh runs it early, beside the other suites).
@@ -16,7 +17,10 @@ build_only=false
 [ "${1:-}" = --build-only ] && build_only=true
 
 scripts/ensure-packages.sh aarch64-linux-gnu-gcc=gcc-aarch64-linux-gnu qemu-aarch64=qemu-user \
-    readelf=binutils
+    arm-linux-gnueabihf-gcc=gcc-arm-linux-gnueabihf readelf=binutils
+# tract finds NEON on 32-bit ARM in /proc/cpuinfo, which qemu-user leaves the host's: say it is
+# there (a Raspberry Pi 2/3's cores have it), so that the NEON kernels a board runs are checked.
+export TRACT_CPU_ARM32_NEON=true
 
 # Small and mid-sized models covering conv, int8 QDQ, LSTM with If, Conv1d, attention.
 # The int8 model's tolerance is the one tests/real_models.rs states (a u8 rounding step).
@@ -79,3 +83,4 @@ if $build_only; then
     step "edge: x86_64-unknown-linux-musl build (beside the suites)" 1800 \
         scripts/build-edge.sh x86_64-unknown-linux-musl release serve
 fi
+check_target thumbv7neon-unknown-linux-gnueabihf qemu-arm ARM

@@ -23,22 +23,24 @@ fi
 target="${CARGO_TARGET_DIR:-target}"
 
 # Every Debian package the suites use, in one apt transaction: lavapipe (wgpu tests on a CPU),
-# Chromium (diagnostics pictures, the npm package), the arm64 cross compiler and qemu (edge),
+# Chromium (diagnostics pictures, the npm package), the ARM cross compilers and qemu (edge),
 # buildah and iproute2 (the serving image, scripts/test-image.sh).
 step "debian packages" 900 scripts/ensure-packages.sh \
     '/usr/share/vulkan/icd.d/lvp_icd*.json=mesa-vulkan-drivers' chromium=chromium \
     aarch64-linux-gnu-gcc=gcc-aarch64-linux-gnu qemu-aarch64=qemu-user readelf=binutils \
+    arm-linux-gnueabihf-gcc=gcc-arm-linux-gnueabihf \
     buildah=buildah ip=iproute2
 step "rustfmt" 300 bash -c 'rustup component add rustfmt >/dev/null 2>&1 || true; cargo fmt --all -- --check'
 # Release: the same build the README's main command uses, and the suites run in seconds.
 step "native build (release, every test binary)" 2400 cargo test --workspace --release --locked --no-run
-# The edge builds (arm64, then the x86-64 musl binary the serving image holds) need nothing from
+# The edge builds (arm64, the x86-64 musl binary the serving image holds, 32-bit ARM) need nothing from
 # the native and browser suites, which leave a core idle much of their time (Chromium, qemu,
 # single-threaded loops, wasm-opt): they run beside them from here, in their own target directory
 # (two cargo builds cannot share one), their output kept apart and printed when
 # scripts/test-edge.sh runs the qemu checks at the end.
 # (Its rustup target is added here first: two rustup commands at once can clash.)
-for edge_target in aarch64-unknown-linux-musl x86_64-unknown-linux-musl; do
+for edge_target in aarch64-unknown-linux-musl x86_64-unknown-linux-musl \
+    thumbv7neon-unknown-linux-gnueabihf; do
     rustup target list --installed | grep -qx "$edge_target" || rustup target add "$edge_target"
 done
 edge_log="$(mktemp -t tessera-edge-build.XXXXXX)"
@@ -82,7 +84,8 @@ echo "GPU tests skipped: $skips, as expected (no CUDA device here)"
 
 ./scripts/test-web.sh
 ./scripts/test-server.sh
-# Edge boards: the static arm64 binary (built beside the suites above) checked under qemu.
+# Edge boards: the static arm64 and 32-bit ARM binaries (built beside the suites above) checked
+# under qemu.
 if ! wait "$edge_build"; then
     cat "$edge_log"
     echo "error: an edge build failed" >&2
