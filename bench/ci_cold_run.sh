@@ -16,9 +16,9 @@ rm -rf "$HOME/.cache/tessera-ci" "$HOME/.npm" "$HOME/.cache/pip" \
     "$HOME/.cargo/registry" "$HOME/.cargo/git" "$HOME/.cargo/bin/wasm-bindgen" \
     "$HOME/.cargo/bin/wasm-bindgen-test-runner" "$HOME/.cargo/bin/wasm2es6js"
 rustup target remove wasm32-unknown-unknown aarch64-unknown-linux-musl x86_64-unknown-linux-musl \
-    2>/dev/null || true
+    thumbv7neon-unknown-linux-gnueabihf 2>/dev/null || true
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq mesa-vulkan-drivers chromium chromium-common \
-    gcc-aarch64-linux-gnu qemu-user buildah >/dev/null 2>&1 || true
+    gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf qemu-user buildah >/dev/null 2>&1 || true
 DEBIAN_FRONTEND=noninteractive apt-get autoremove -y -qq >/dev/null 2>&1 || true
 rm -rf /var/lib/apt/lists/*
 
