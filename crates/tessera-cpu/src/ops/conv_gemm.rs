@@ -55,6 +55,26 @@ impl Tasks {
         self.column_tasks * self.row_blocks
     }
 
+    /// Runs `body(scratch, task)` for every task with output rows, on the run's threads, each
+    /// compiled for the CPU's widest vectors ([`crate::simd::widest`]: gathering, epilogues);
+    /// `body` should be `#[inline(always)]` for that.
+    fn run(
+        &self,
+        scratch_len: usize,
+        body: impl Fn(&mut [f32], Task) -> TractResult<()> + Sync + Send,
+    ) -> TractResult<()> {
+        parallel::for_each(self.count(), scratch_len, |scratch, i| {
+            let task = self.task(i);
+            if task.rows == 0 {
+                return Ok(());
+            }
+            crate::simd::widest(
+                #[inline(always)]
+                || body(scratch, task),
+            )
+        })
+    }
+
     fn task(&self, i: usize) -> Task {
         let (column_task, block) = (i / self.row_blocks, i % self.row_blocks);
         let (plane_group, tile) = (column_task / self.tiles, column_task % self.tiles);
@@ -365,72 +385,67 @@ impl FastConv {
         // gather 7×7 taps at stride 2).
         let phased = self.column_phases().map(|phases| phases.split(input));
         let input = phased.as_deref().unwrap_or(input);
-        // Gathering and the epilogue vectorized for this CPU's widest registers.
-        parallel::for_each(tasks.count(), scratch_len, |scratch, task| {
-            crate::simd::widest(
-                #[inline(always)]
-                || {
-                    let Task {
-                        b,
-                        g,
-                        tile,
-                        first_row,
-                        rows,
-                    } = tasks.task(task);
-                    let start = tile * l.tile;
-                    let width = l.tile.min(l.out_plane - start);
-                    if rows == 0 {
-                        return Ok(());
-                    }
-                    let planes = &input[(b * self.in_channels + g * l.group_in) * l.in_plane..]
-                        [..l.group_in * l.in_plane];
-                    let (matrix, matrix_row) = if l.direct {
-                        (&planes[start..], l.in_plane)
-                    } else {
-                        let gathered = &mut scratch[..l.depth * width];
-                        self.gather(planes, start, width, gathered);
-                        (&*gathered, width)
-                    };
-                    let out_channel = g * l.group_out + first_row;
-                    let weights = &kernel[out_channel * l.depth..][..rows * l.depth];
-                    let first_out = (b * self.out_channels + out_channel) * l.out_plane + start;
-                    // SAFETY: `matrix` holds `depth` rows of `width` values `matrix_row` apart (checked
-                    // by the slicing above: the last row ends inside `planes` or `gathered`), `weights`
-                    // `rows × depth` values; the output rows `out_channel..+rows`, columns
-                    // `start..+width` of plane `b` lie inside `output` (sizes checked in `layout`) and
-                    // no other task writes them: tasks differ in plane, group, tile or row block.
-                    unsafe {
-                        gemm::product(
-                            (rows, width, l.depth),
-                            out.at(first_out),
-                            (1, l.out_plane),
-                            weights.as_ptr(),
-                            (1, l.depth),
-                            matrix.as_ptr(),
-                            (1, matrix_row),
-                            false,
+        tasks.run(
+            scratch_len,
+            #[inline(always)]
+            |scratch,
+             Task {
+                 b,
+                 g,
+                 tile,
+                 first_row,
+                 rows,
+             }| {
+                let start = tile * l.tile;
+                let width = l.tile.min(l.out_plane - start);
+                let planes = &input[(b * self.in_channels + g * l.group_in) * l.in_plane..]
+                    [..l.group_in * l.in_plane];
+                let (matrix, matrix_row) = if l.direct {
+                    (&planes[start..], l.in_plane)
+                } else {
+                    let gathered = &mut scratch[..l.depth * width];
+                    self.gather(planes, start, width, gathered);
+                    (&*gathered, width)
+                };
+                let out_channel = g * l.group_out + first_row;
+                let weights = &kernel[out_channel * l.depth..][..rows * l.depth];
+                let first_out = (b * self.out_channels + out_channel) * l.out_plane + start;
+                // SAFETY: `matrix` holds `depth` rows of `width` values `matrix_row` apart (checked
+                // by the slicing above: the last row ends inside `planes` or `gathered`), `weights`
+                // `rows × depth` values; the output rows `out_channel..+rows`, columns
+                // `start..+width` of plane `b` lie inside `output` (sizes checked in `layout`) and
+                // no other task writes them: tasks differ in plane, group, tile or row block.
+                unsafe {
+                    gemm::product(
+                        (rows, width, l.depth),
+                        out.at(first_out),
+                        (1, l.out_plane),
+                        weights.as_ptr(),
+                        (1, l.depth),
+                        matrix.as_ptr(),
+                        (1, matrix_row),
+                        false,
+                    );
+                    for row in 0..rows {
+                        let channel = out_channel + row;
+                        let values = std::slice::from_raw_parts_mut(
+                            out.at(first_out + row * l.out_plane),
+                            width,
                         );
-                        for row in 0..rows {
-                            let channel = out_channel + row;
-                            let values = std::slice::from_raw_parts_mut(
-                                out.at(first_out + row * l.out_plane),
-                                width,
-                            );
-                            let run = Run::AlongRow {
-                                row: channel,
-                                first_column: start,
-                            };
-                            self.epilogue.apply(
-                                values,
-                                run,
-                                bias[if bias.len() == 1 { 0 } else { channel }],
-                            );
-                        }
+                        let run = Run::AlongRow {
+                            row: channel,
+                            first_column: start,
+                        };
+                        self.epilogue.apply(
+                            values,
+                            run,
+                            bias[if bias.len() == 1 { 0 } else { channel }],
+                        );
                     }
-                    Ok(())
-                },
-            )
-        })
+                }
+                Ok(())
+            },
+        )
     }
 
     /// How a unit-stride convolution runs as one product per kernel tap, when it does: the rows
@@ -551,108 +566,97 @@ impl FastConv {
             1
         };
         let out = SharedOutput::new(output);
-        parallel::for_each(
-            tasks.count(),
+        tasks.run(
             tasks.rows_per_block * span,
-            |scratch, task| {
-                crate::simd::widest(
-                    #[inline(always)]
-                    || {
-                        let Task {
-                            b,
-                            g,
-                            tile,
-                            first_row,
-                            rows,
-                        } = tasks.task(task);
-                        let first_y = tile * s.tile_rows;
-                        let tile_rows = s.tile_rows.min(r.output - first_y);
-                        if rows == 0 {
-                            return Ok(());
-                        }
-                        let span = span_of(tile_rows);
-                        let sums = &mut scratch[..rows * span];
-                        // Sums are `rows × span`: along positions (channels first) or along channels.
-                        let sums_strides = if cl { (rows, 1) } else { (1, span) };
-                        let image = b * self.in_channels * padded_plane;
-                        let out_channel = g * l.group_out + first_row;
-                        for ky in 0..r.kernel {
-                            for kx in (0..c.kernel).step_by(taps_per_product) {
-                                let tap = ky * c.kernel + kx;
-                                let depth = l.group_in * taps_per_product;
-                                let (weights, weight_strides) = if cl {
-                                    let len = (depth - 1) * self.out_channels + rows;
-                                    let at = tap * tap_len + out_channel;
-                                    (&by_tap[at..][..len], (self.out_channels, 1))
-                                } else {
-                                    let at = tap * tap_len + out_channel * l.group_in;
-                                    (&by_tap[at..][..rows * l.group_in], (1, l.group_in))
-                                };
-                                let offset =
-                                    (first_y + ky * r.dilation) * s.width + kx * c.dilation;
-                                let first = image
-                                    + g * l.group_in * channel_stride
-                                    + offset * position_stride;
-                                let last = first
-                                    + (depth - 1) * channel_stride
-                                    + (span - 1) * position_stride;
-                                ensure!(last < padded.len(), "a tap reads past the padded input");
-                                // SAFETY: `weights` holds the `rows × depth` values its strides
-                                // reach (sliced above); the taps' matrix, `depth` rows of `span`
-                                // values, ends inside `padded` (checked above); `sums` is this
-                                // task's own scratch, `rows × span`.
-                                unsafe {
-                                    gemm::product(
-                                        (rows, span, depth),
-                                        sums.as_mut_ptr(),
-                                        sums_strides,
-                                        weights.as_ptr(),
-                                        weight_strides,
-                                        padded.as_ptr().add(first),
-                                        (position_stride, channel_stride),
-                                        tap > 0,
-                                    );
-                                }
-                            }
-                        }
-                        if cl {
-                            self.channels_last_out(
-                                &out,
-                                sums,
-                                (b, first_y, tile_rows),
-                                out_channel,
-                                rows,
-                                s,
-                                bias,
+            #[inline(always)]
+            |scratch,
+             Task {
+                 b,
+                 g,
+                 tile,
+                 first_row,
+                 rows,
+             }| {
+                let first_y = tile * s.tile_rows;
+                let tile_rows = s.tile_rows.min(r.output - first_y);
+                let span = span_of(tile_rows);
+                let sums = &mut scratch[..rows * span];
+                // Sums are `rows × span`: along positions (channels first) or along channels.
+                let sums_strides = if cl { (rows, 1) } else { (1, span) };
+                let image = b * self.in_channels * padded_plane;
+                let out_channel = g * l.group_out + first_row;
+                for ky in 0..r.kernel {
+                    for kx in (0..c.kernel).step_by(taps_per_product) {
+                        let tap = ky * c.kernel + kx;
+                        let depth = l.group_in * taps_per_product;
+                        let (weights, weight_strides) = if cl {
+                            let len = (depth - 1) * self.out_channels + rows;
+                            let at = tap * tap_len + out_channel;
+                            (&by_tap[at..][..len], (self.out_channels, 1))
+                        } else {
+                            let at = tap * tap_len + out_channel * l.group_in;
+                            (&by_tap[at..][..rows * l.group_in], (1, l.group_in))
+                        };
+                        let offset = (first_y + ky * r.dilation) * s.width + kx * c.dilation;
+                        let first =
+                            image + g * l.group_in * channel_stride + offset * position_stride;
+                        let last =
+                            first + (depth - 1) * channel_stride + (span - 1) * position_stride;
+                        ensure!(last < padded.len(), "a tap reads past the padded input");
+                        // SAFETY: `weights` holds the `rows × depth` values its strides
+                        // reach (sliced above); the taps' matrix, `depth` rows of `span`
+                        // values, ends inside `padded` (checked above); `sums` is this
+                        // task's own scratch, `rows × span`.
+                        unsafe {
+                            gemm::product(
+                                (rows, span, depth),
+                                sums.as_mut_ptr(),
+                                sums_strides,
+                                weights.as_ptr(),
+                                weight_strides,
+                                padded.as_ptr().add(first),
+                                (position_stride, channel_stride),
+                                tap > 0,
                             );
-                            return Ok(());
                         }
-                        for (row, sum) in sums.chunks_exact(span).enumerate() {
-                            let channel = out_channel + row;
-                            let plane_start = (b * self.out_channels + channel) * l.out_plane;
-                            for y in 0..tile_rows {
-                                let first_column = (first_y + y) * c.output;
-                                // SAFETY: output row `first_y + y` of plane `channel` of image `b`: inside
-                                // `output` (sizes checked in `layout`), written by this task alone (tasks
-                                // differ in image, group, tile of rows or block of channels).
-                                let values = unsafe {
-                                    std::slice::from_raw_parts_mut(
-                                        out.at(plane_start + first_column),
-                                        c.output,
-                                    )
-                                };
-                                values.copy_from_slice(&sum[y * s.width..][..c.output]);
-                                let run = Run::AlongRow {
-                                    row: channel,
-                                    first_column,
-                                };
-                                let extra = bias[if bias.len() == 1 { 0 } else { channel }];
-                                self.epilogue.apply(values, run, extra);
-                            }
-                        }
-                        Ok(())
-                    },
-                )
+                    }
+                }
+                if cl {
+                    self.channels_last_out(
+                        &out,
+                        sums,
+                        (b, first_y, tile_rows),
+                        out_channel,
+                        rows,
+                        s,
+                        bias,
+                    );
+                    return Ok(());
+                }
+                for (row, sum) in sums.chunks_exact(span).enumerate() {
+                    let channel = out_channel + row;
+                    let plane_start = (b * self.out_channels + channel) * l.out_plane;
+                    for y in 0..tile_rows {
+                        let first_column = (first_y + y) * c.output;
+                        // SAFETY: output row `first_y + y` of plane `channel` of image `b`: inside
+                        // `output` (sizes checked in `layout`), written by this task alone (tasks
+                        // differ in image, group, tile of rows or block of channels).
+                        let values = unsafe {
+                            std::slice::from_raw_parts_mut(
+                                out.at(plane_start + first_column),
+                                c.output,
+                            )
+                        };
+                        values.copy_from_slice(&sum[y * s.width..][..c.output]);
+                        let run = Run::AlongRow {
+                            row: channel,
+                            first_column,
+                        };
+                        let extra = bias[if bias.len() == 1 { 0 } else { channel }];
+                        self.epilogue.apply(values, run, extra);
+                    }
+                }
+                Ok(())
             },
         )
     }
