@@ -98,8 +98,25 @@ const SHIFTED_SPAN: usize = 1024;
 const SLACK: usize = 16;
 
 thread_local! {
-    /// The calling thread's padded input planes for the shifted-taps path, kept between runs.
-    static PADDED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The calling thread's rearranged copy of a convolution's input (padded planes for the
+    /// shifted-taps path, rows split by phase for strided gathering), kept between runs: a fresh
+    /// buffer cost page faults and a memset each run.
+    static INPUT_COPY: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `f` with this thread's kept [`INPUT_COPY`] buffer, at least `len` long; a nested call, should
+/// there be one, gets a buffer of its own.
+fn with_input_copy<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    let use_buffer = |buffer: &mut Vec<f32>| {
+        if buffer.len() < len {
+            buffer.resize(len, 0.0);
+        }
+        f(&mut buffer[..len])
+    };
+    INPUT_COPY.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buffer) => use_buffer(&mut buffer),
+        Err(_) => use_buffer(&mut Vec::new()),
+    })
 }
 
 /// A unit-stride convolution run as one product per kernel tap ([`FastConv::shifted_taps`]).
@@ -377,14 +394,33 @@ impl FastConv {
             !self.kernel_by_tap && !self.channels_last,
             "a channels-last convolution, or a kernel laid out by tap, on the gathered path"
         );
-        let tasks = self.tasks(l.batch, l.tiles, l.group_out);
-        let out = SharedOutput::new(output);
-        let scratch_len = if l.direct { 0 } else { l.depth * l.tile };
         // Strided columns: every input row split by phase once, so that each gathered run is a
         // contiguous copy instead of a strided walk (ResNet's and Inception's first layers
         // gather 7×7 taps at stride 2).
-        let phased = self.column_phases().map(|phases| phases.split(input));
-        let input = phased.as_deref().unwrap_or(input);
+        match self.column_phases() {
+            Some(phases) => with_input_copy(input.len(), |split| {
+                phases.split(input, split);
+                self.gathered_products(&l, Some(&phases), split, kernel, bias, output)
+            }),
+            None => self.gathered_products(&l, None, input, kernel, bias, output),
+        }
+    }
+
+    /// The convolution as one product per tile of output positions over its gathered (im2col)
+    /// input, or over the input as it is for 1×1 convolutions; `input`'s rows are split by
+    /// `phases` when given.
+    fn gathered_products(
+        &self,
+        l: &Layout,
+        phases: Option<&ColumnPhases>,
+        input: &[f32],
+        kernel: &[f32],
+        bias: &[f32],
+        output: &mut [f32],
+    ) -> TractResult<()> {
+        let tasks = self.tasks(l.batch, l.tiles, l.group_out);
+        let out = SharedOutput::new(output);
+        let scratch_len = if l.direct { 0 } else { l.depth * l.tile };
         tasks.run(
             scratch_len,
             #[inline(always)]
@@ -404,7 +440,7 @@ impl FastConv {
                     (&planes[start..], l.in_plane)
                 } else {
                     let gathered = &mut scratch[..l.depth * width];
-                    self.gather(planes, start, width, gathered);
+                    self.gather(planes, phases, start, width, gathered);
                     (&*gathered, width)
                 };
                 let out_channel = g * l.group_out + first_row;
@@ -497,22 +533,13 @@ impl FastConv {
             return self.shifted_products(l, s, input, kernel, bias, output);
         }
         let len = planes * s.width * s.height + SLACK;
-        let mut fill = |padded: &mut Vec<f32>| -> TractResult<()> {
-            if padded.len() < len {
-                padded.resize(len, 0.0);
-            }
+        with_input_copy(len, |padded| {
             if self.channels_last {
-                self.pad_channels_last(input, s, &mut padded[..len])?;
+                self.pad_channels_last(input, s, padded)?;
             } else {
-                self.pad_planes(input, s, &mut padded[..len])?;
+                self.pad_planes(input, s, padded)?;
             }
-            self.shifted_products(l, s, &padded[..len], kernel, bias, output)
-        };
-        // The padded planes stay allocated between runs (a fresh buffer cost page faults and a
-        // memset each run); a nested call, should there be one, gets its own.
-        PADDED.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut padded) => fill(&mut padded),
-            Err(_) => fill(&mut Vec::new()),
+            self.shifted_products(l, s, padded, kernel, bias, output)
         })
     }
 
@@ -772,11 +799,17 @@ impl FastConv {
 
     /// im2col of output positions `start..start + width`: row `(channel, ky, kx)` of `gathered`
     /// holds the input value that tap reads for each position, zero where it reads padding.
-    /// With strided columns, `planes`' rows are split by phase ([`ColumnPhases`]).
+    /// With `phases`, `planes`' rows are split by phase ([`ColumnPhases`]).
     #[inline(always)]
-    fn gather(&self, planes: &[f32], start: usize, width: usize, gathered: &mut [f32]) {
+    fn gather(
+        &self,
+        planes: &[f32],
+        phases: Option<&ColumnPhases>,
+        start: usize,
+        width: usize,
+        gathered: &mut [f32],
+    ) {
         let (r, c) = (self.window.rows, self.window.cols);
-        let phases = self.column_phases();
         let in_plane = r.input * c.input;
         let mut rows = gathered.chunks_exact_mut(width);
         for plane in planes.chunks_exact(in_plane) {
@@ -803,7 +836,7 @@ impl FastConv {
                         let source = &plane[iy * c.input..][..c.input];
                         let first = (ox + lo) * c.stride + kx * c.dilation - c.pad_before;
                         let inside = &mut segment[lo..hi];
-                        match &phases {
+                        match phases {
                             None if c.stride == 1 => copy_run(inside, &source[first..]),
                             None => {
                                 let taps = source[first..].iter().step_by(c.stride);
@@ -850,9 +883,8 @@ impl ColumnPhases {
         self.starts[x % self.stride] + x / self.stride
     }
 
-    /// `input`'s rows, each split by phase.
-    fn split(&self, input: &[f32]) -> Vec<f32> {
-        let mut split = vec![0.0; input.len()];
+    /// `input`'s rows, each split by phase, into `split` (as long).
+    fn split(&self, input: &[f32], split: &mut [f32]) {
         crate::simd::widest(
             #[inline(always)]
             || {
@@ -865,7 +897,6 @@ impl ColumnPhases {
                 }
             },
         );
-        split
     }
 }
 
@@ -994,11 +1025,8 @@ impl EvalOp for FastConv {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        gemm::eval_product(inputs, &self.output_shape, |operands, output| {
-            let [input, kernel, bias] = operands else {
-                bail!("a convolution takes input, kernel and bias");
-            };
-            self.compute(input, kernel, bias, output)
+        gemm::eval_input_kernel_bias(inputs, &self.output_shape, "a convolution", |i, k, b, o| {
+            self.compute(i, k, b, o)
         })
     }
 }
@@ -1007,11 +1035,7 @@ impl TypedOp for FastConv {
     as_op!();
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        ensure!(
-            inputs.len() == 3,
-            "a convolution takes input, kernel and bias"
-        );
-        Ok(tvec!(f32::fact(&*self.output_shape)))
+        gemm::input_kernel_bias_facts(inputs, &self.output_shape, "a convolution")
     }
 
     fn cost(&self, _inputs: &[&TypedFact]) -> TractResult<TVec<(Cost, TDim)>> {

@@ -327,12 +327,12 @@ impl EvalOp for FastConvTranspose {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        gemm::eval_product(inputs, &self.output_shape, |operands, output| {
-            let [input, kernel, bias] = operands else {
-                bail!("a transposed convolution takes input, kernel and bias");
-            };
-            self.compute(input, kernel, bias, output)
-        })
+        gemm::eval_input_kernel_bias(
+            inputs,
+            &self.output_shape,
+            "a transposed convolution",
+            |i, k, b, o| self.compute(i, k, b, o),
+        )
     }
 }
 
@@ -340,11 +340,7 @@ impl TypedOp for FastConvTranspose {
     as_op!();
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        ensure!(
-            inputs.len() == 3,
-            "a transposed convolution takes input, kernel and bias"
-        );
-        Ok(tvec!(f32::fact(&*self.output_shape)))
+        gemm::input_kernel_bias_facts(inputs, &self.output_shape, "a transposed convolution")
     }
 
     fn cost(&self, _inputs: &[&TypedFact]) -> TractResult<TVec<(Cost, TDim)>> {

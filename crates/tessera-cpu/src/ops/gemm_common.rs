@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 use tessera_core::tract_onnx::prelude::*;
+use tessera_core::tract_onnx::tract_core::internal::{bail, ensure};
 
 /// The output, written by tasks at disjoint places (each op's SAFETY note says why).
 pub struct SharedOutput(*mut f32);
@@ -108,6 +109,31 @@ pub fn eval_product(
         output.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?,
     )?;
     Ok(tvec!(output.into_tvalue()))
+}
+
+/// [`eval_product`] for a convolution-like op (`what`) on input, kernel and bias.
+pub fn eval_input_kernel_bias(
+    inputs: TVec<TValue>,
+    shape: &[usize],
+    what: &str,
+    compute: impl FnOnce(&[f32], &[f32], &[f32], &mut [f32]) -> TractResult<()>,
+) -> TractResult<TVec<TValue>> {
+    eval_product(inputs, shape, |operands, output| {
+        let [input, kernel, bias] = operands else {
+            bail!("{what} takes input, kernel and bias");
+        };
+        compute(input, kernel, bias, output)
+    })
+}
+
+/// The output fact of a convolution-like op (`what`) on input, kernel and bias: f32 of `shape`.
+pub fn input_kernel_bias_facts(
+    inputs: &[&TypedFact],
+    shape: &[usize],
+    what: &str,
+) -> TractResult<TVec<TypedFact>> {
+    ensure!(inputs.len() == 3, "{what} takes input, kernel and bias");
+    Ok(tvec!(f32::fact(shape)))
 }
 
 /// An operand of the epilogue: one value for all, one per row (`m`) or one per column (`n`).

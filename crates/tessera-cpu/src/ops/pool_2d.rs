@@ -170,7 +170,12 @@ impl Window2d {
                     // Each output row's window rows folded into a row of the input's width; and
                     // those rows split by column phase for strided windows.
                     let mut folded_rows = vec![F::EMPTY; r.output * c.input];
-                    let mut phases = vec![F::EMPTY; r.output * c.input + c.stride];
+                    let phases_len = if c.stride > 1 {
+                        r.output * c.input + c.stride
+                    } else {
+                        0
+                    };
+                    let mut phases = vec![F::EMPTY; phases_len];
                     let planes = planes
                         .chunks_mut(out_plane)
                         .enumerate()
