@@ -55,7 +55,8 @@ pub fn default_threads() -> usize {
 
 /// How the cpu backend runs a quantized operator type: tract computes QLinearConv,
 /// QLinearMatMul, MatMulInteger and ConvInteger with its integer matmul kernels (8-bit operands,
-/// 32-bit sums); the `com.microsoft` operators (rewritten by the core into standard ones) and the
+/// 32-bit sums), except depthwise QLinearConvs, whose integer sums Tessera computes exactly in f32
+/// (`ops/quantized_depthwise_conv.rs`); the `com.microsoft` operators (rewritten by the core into standard ones) and the
 /// float operators of a QDQ pattern run dequantized.
 pub fn quantized_execution(op: &str) -> QuantizedExecution {
     match op {

@@ -198,7 +198,7 @@ mod tests {
         let mut c = Calibration::default();
         calibrate(&mut c, |mode, _| if mode == Mode::Pool { 5 } else { 10 });
         assert_eq!(c.decided(), Some(Mode::Pool));
-        let mut recheck = |c: &mut Calibration| {
+        let recheck = |c: &mut Calibration| {
             let mut runs = 0;
             while c.decided().is_some() {
                 c.record(Mode::Pool, ms(5));

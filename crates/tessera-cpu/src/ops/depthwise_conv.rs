@@ -26,9 +26,16 @@ impl FastDepthwiseConv {
     /// channels first, two spatial axes, one input and one output channel per group, the kernel
     /// as ONNX lays it out (`[C, 1, kh, kw]`).
     pub fn for_op(conv: &Conv, shape: &[usize]) -> Option<FastDepthwiseConv> {
+        if conv.q_params.is_some() {
+            return None;
+        }
+        Self::for_geometry(conv, shape)
+    }
+
+    /// [`Self::for_op`]'s conditions but the first: the geometry, float or quantized.
+    pub fn for_geometry(conv: &Conv, shape: &[usize]) -> Option<FastDepthwiseConv> {
         let channels = conv.input_channels();
-        if conv.q_params.is_some()
-            || conv.kernel_fmt != KernelFormat::OIHW
+        if conv.kernel_fmt != KernelFormat::OIHW
             || conv.group != channels
             || conv.output_channels() != channels
             || channels < 2
@@ -73,26 +80,51 @@ impl FastDepthwiseConv {
             "depthwise input and output planes differ"
         );
         let padded = Padded::new(&self.window);
+        self.for_each_plane(
+            output,
+            0,
+            #[inline(always)]
+            |plane, scratch, out| {
+                let channel = plane % self.channels;
+                convolve_plane(
+                    &padded,
+                    &input[plane * in_plane..][..in_plane],
+                    |x| x,
+                    &kernel[channel * taps..][..taps],
+                    bias[if bias.len() == 1 { 0 } else { channel }],
+                    scratch,
+                    out,
+                );
+            },
+        )
+    }
+
+    /// Runs `body(plane, scratch, output plane)` for every output plane (`(batch, channel)`, in
+    /// order), on the pool, at the widest vectors. `scratch` holds what [`convolve_plane`] needs
+    /// and `extra` more values after it.
+    pub(super) fn for_each_plane<O: Send>(
+        &self,
+        output: &mut [O],
+        extra: usize,
+        body: impl Fn(usize, &mut [f32], &mut [O]) + Sync,
+    ) -> TractResult<()> {
+        let (r, c) = (self.window.rows, self.window.cols);
+        let (taps, out_plane) = (r.kernel * c.kernel, r.output * c.output);
+        if out_plane == 0 {
+            return Ok(());
+        }
+        let scratch_len = Padded::new(&self.window).scratch_len() + extra;
         par_chunks_mut(
             output,
             out_plane,
             output.len() * taps,
             |first_plane, planes| {
-                let mut scratch = vec![0f32; padded.scratch_len()];
+                let mut scratch = vec![0f32; scratch_len];
                 crate::simd::widest(
                     #[inline(always)]
                     || {
                         for (p, out) in planes.chunks_mut(out_plane).enumerate() {
-                            let plane = first_plane + p;
-                            let channel = plane % self.channels;
-                            convolve_plane(
-                                &padded,
-                                &input[plane * in_plane..][..in_plane],
-                                &kernel[channel * taps..][..taps],
-                                bias[if bias.len() == 1 { 0 } else { channel }],
-                                &mut scratch,
-                                out,
-                            );
+                            body(first_plane + p, &mut scratch, out);
                         }
                     },
                 );
@@ -106,7 +138,7 @@ impl FastDepthwiseConv {
 /// read: then no tap needs a bounds check, and with unit strides a tap is one multiply-add over
 /// the whole plane (see [`convolve_plane`]).
 #[derive(Debug, Clone, Copy)]
-struct Padded {
+pub(super) struct Padded {
     rows: Axis,
     cols: Axis,
     /// Rows and columns of the padded plane.
@@ -115,7 +147,7 @@ struct Padded {
 }
 
 impl Padded {
-    fn new(window: &Window2d) -> Padded {
+    pub(super) fn new(window: &Window2d) -> Padded {
         let span = |a: &Axis| (a.output - 1) * a.stride + (a.kernel - 1) * a.dilation + 1;
         Padded {
             rows: window.rows,
@@ -132,7 +164,7 @@ impl Padded {
     }
 
     /// The padded plane, then (unit strides) the output rows computed at the padded width.
-    fn scratch_len(&self) -> usize {
+    pub(super) fn scratch_len(&self) -> usize {
         self.source_len() + self.rows.output * self.width
     }
 
@@ -140,16 +172,19 @@ impl Padded {
         self.rows.stride == 1 && self.cols.stride == 1
     }
 
-    /// Writes `plane` into `padded` at its offset, zeros around it.
+    /// Writes `plane`, each element through `value`, into `padded` at its offset, zeros around
+    /// it.
     #[inline(always)]
-    fn fill(&self, plane: &[f32], padded: &mut [f32]) {
+    fn fill<T: Copy>(&self, plane: &[T], value: impl Fn(T) -> f32, padded: &mut [f32]) {
         padded.fill(0.0);
         let (r, c) = (self.rows, self.cols);
         let rows = r.input.min(self.height.saturating_sub(r.pad_before));
         let cols = c.input.min(self.width.saturating_sub(c.pad_before));
         for y in 0..rows {
-            padded[(y + r.pad_before) * self.width + c.pad_before..][..cols]
-                .copy_from_slice(&plane[y * c.input..][..cols]);
+            let row = &mut padded[(y + r.pad_before) * self.width + c.pad_before..][..cols];
+            for (dst, &x) in row.iter_mut().zip(&plane[y * c.input..][..cols]) {
+                *dst = value(x);
+            }
         }
     }
 }
@@ -158,11 +193,13 @@ impl Padded {
 /// plane shifted by the tap` to the output computed at the padded width, in one loop over the
 /// whole plane (small planes — 7×7, 14×14 — would otherwise be many short rows); the columns
 /// past the output width are dropped when copying out. Other strides: per output row, each tap
-/// adds `weight × every stride-th value` of its padded input row.
+/// adds `weight × every stride-th value` of its padded input row. Input values go through
+/// `value` on their way into the padded copy.
 #[inline(always)]
-fn convolve_plane(
+pub(super) fn convolve_plane<T: Copy>(
     padded: &Padded,
-    plane: &[f32],
+    plane: &[T],
+    value: impl Fn(T) -> f32,
     weights: &[f32],
     bias: f32,
     scratch: &mut [f32],
@@ -170,7 +207,7 @@ fn convolve_plane(
 ) {
     let (r, c) = (padded.rows, padded.cols);
     let (source, wide) = scratch.split_at_mut(padded.source_len());
-    padded.fill(plane, source);
+    padded.fill(plane, value, source);
     if padded.unit_strides() {
         let len = r.output * padded.width;
         let wide = &mut wide[..len];

@@ -17,6 +17,7 @@ mod matmul_gemm;
 mod max_pool;
 mod pool_2d;
 mod quantize_linear;
+mod quantized_depthwise_conv;
 
 use tessera_core::tract_onnx::prelude::*;
 #[cfg(not(target_family = "wasm"))]
@@ -67,6 +68,7 @@ fn first_input_is_f32(model: &TypedModel, node: &TypedNode) -> bool {
 
 /// Replaces, in place, the ops of `model` that have a faster cpu version here.
 pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
+    quantized_depthwise_conv::use_quantized_depthwise(model)?;
     for id in 0..model.nodes().len() {
         let node = model.node(id);
         let f32_input = first_input_is_f32(model, node);

@@ -32,8 +32,24 @@ fn saturate(v: f32, low: f32, high: f32) -> f32 {
     if v == v { v } else { 0.0 }
 }
 
+/// The saturation bounds, for type `T` with `zero_point`, of a value before the zero point is
+/// added.
+pub(super) fn bounds<T: Quantized>(zero_point: i32) -> (f32, f32) {
+    ((T::MIN - zero_point) as f32, (T::MAX - zero_point) as f32)
+}
+
+/// `v` saturated to `bounds` (from [`bounds`]) and rounded half to even: saturated before
+/// rounding, the same as after since the bounds are integers, and then small enough for
+/// ROUNDER, whose sum holds the rounded integer in its low bits (a float → int cast would
+/// saturate per element and keep the loop scalar). onnxruntime's requantization (MLAS) does the
+/// same.
+#[inline(always)]
+pub(super) fn round_saturated(v: f32, (low, high): (f32, f32)) -> i32 {
+    (saturate(v, low, high) + ROUNDER).to_bits() as i32 - ROUNDER.to_bits() as i32
+}
+
 /// An integer type a QuantizeLinear writes.
-trait Quantized: Datum + Copy {
+pub(super) trait Quantized: Datum + Copy {
     const MIN: i32;
     const MAX: i32;
     fn from_i32(v: i32) -> Self;
@@ -88,27 +104,25 @@ impl FastQuantizeLinear {
 
     /// The saturation bounds of `x * multiplier` for type `T`, before the zero point is added.
     fn bounds<T: Quantized>(&self) -> (f32, f32) {
-        (
-            (T::MIN - self.zero_point) as f32,
-            (T::MAX - self.zero_point) as f32,
-        )
+        bounds::<T>(self.zero_point)
     }
 
-    /// The quantized level of `x` (`bounds` from [`Self::bounds`]): saturated before rounding,
-    /// the same as after since the bounds are integers, and then small enough for ROUNDER, whose
-    /// sum holds the rounded integer in its low bits (a float → int cast would saturate per
-    /// element and keep the loop scalar).
+    /// The quantized level of `x` (`bounds` from [`Self::bounds`]).
     #[inline(always)]
-    fn level(&self, x: f32, (low, high): (f32, f32)) -> i32 {
-        let v = saturate(x * self.multiplier, low, high);
-        (v + ROUNDER).to_bits() as i32 - ROUNDER.to_bits() as i32 + self.zero_point
+    fn level(&self, x: f32, bounds: (f32, f32)) -> i32 {
+        round_saturated(x * self.multiplier, bounds) + self.zero_point
     }
 
     fn quantize<T: Quantized>(&self, xs: &[f32], ys: &mut [T]) {
         let bounds = self.bounds::<T>();
-        for (y, &x) in ys.iter_mut().zip(xs) {
-            *y = T::from_i32(self.level(x, bounds));
-        }
+        crate::simd::widest(
+            #[inline(always)]
+            || {
+                for (y, &x) in ys.iter_mut().zip(xs) {
+                    *y = T::from_i32(self.level(x, bounds));
+                }
+            },
+        );
     }
 
     fn eval_as<T: Quantized + tract_num_traits::Zero>(
@@ -177,13 +191,15 @@ impl FastDequantizeLinear {
         let mut output = Tensor::zero::<f32>(input.shape())?;
         let (scale, zero_point) = (self.scale, self.zero_point);
         let mut ys = output.try_as_plain_ram_mut()?;
-        for (y, &x) in ys
-            .as_slice_mut::<f32>()?
-            .iter_mut()
-            .zip(plain.as_slice::<T>()?)
-        {
-            *y = (x.into() - zero_point) as f32 * scale;
-        }
+        let (ys, xs) = (ys.as_slice_mut::<f32>()?, plain.as_slice::<T>()?);
+        crate::simd::widest(
+            #[inline(always)]
+            || {
+                for (y, &x) in ys.iter_mut().zip(xs) {
+                    *y = (x.into() - zero_point) as f32 * scale;
+                }
+            },
+        );
         Ok(output)
     }
 }
@@ -234,9 +250,14 @@ impl FastQuantizeDequantize {
     fn round_trip<T: Quantized>(&self, values: &mut [f32]) {
         let bounds = self.quantize.bounds::<T>();
         let (zero_point, scale) = (self.dequantize.zero_point, self.dequantize.scale);
-        for value in values.iter_mut() {
-            *value = (self.quantize.level(*value, bounds) - zero_point) as f32 * scale;
-        }
+        crate::simd::widest(
+            #[inline(always)]
+            || {
+                for value in values.iter_mut() {
+                    *value = (self.quantize.level(*value, bounds) - zero_point) as f32 * scale;
+                }
+            },
+        );
     }
 }
 
