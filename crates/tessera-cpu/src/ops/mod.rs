@@ -68,6 +68,7 @@ fn first_input_is_f32(model: &TypedModel, node: &TypedNode) -> bool {
 
 /// Replaces, in place, the ops of `model` that have a faster cpu version here.
 pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
+    quantize_linear::gather_before_dequantize(model)?;
     quantized_depthwise_conv::use_quantized_depthwise(model)?;
     for id in 0..model.nodes().len() {
         let node = model.node(id);
