@@ -35,7 +35,7 @@ pub use lrn::FastLrn;
 #[cfg(not(target_family = "wasm"))]
 pub use matmul_gemm::FastMatMul;
 pub use max_pool::FastMaxPool;
-pub use quantize_linear::{FastDequantizeLinear, FastQuantizeLinear};
+pub use quantize_linear::{FastDequantizeLinear, FastDynamicQuantizeLinear, FastQuantizeLinear};
 
 /// The eval of every op here: `compute` reads the f32 input's elements in place (a tract tensor is
 /// always dense, row-major) and writes those of a new tensor of `output_shape`: no copy on either
@@ -230,6 +230,8 @@ pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
             .and_then(FastQuantizeLinear::for_op)
         {
             model.node_mut(id).op = Box::new(fast);
+        } else if FastDynamicQuantizeLinear::replaces(node.op.as_ref()) && f32_input {
+            model.node_mut(id).op = Box::new(FastDynamicQuantizeLinear);
         } else if let Some(op) = node.op_as::<DequantizeLinearF32>() {
             let fast = FastDequantizeLinear::for_op(op);
             model.node_mut(id).op = Box::new(fast);

@@ -31,16 +31,29 @@ pub struct FastQuantizedDepthwiseConv {
     pub kernel: Vec<f32>,
     /// Added to each channel's integer sum (one value per channel).
     pub bias: Vec<i32>,
-    /// `x_scale · w_scale / y_scale` per channel.
-    pub multiplier: Vec<f32>,
-    pub input_zero: i32,
-    pub output_zero: i32,
-    /// u8 or i8, each.
+    /// The input's zero point; `None`: the op's second input, known at run time (a ConvInteger
+    /// after a DynamicQuantizeLinear).
+    pub input_zero: Option<i32>,
+    /// u8 or i8.
     pub input: DatumType,
-    pub output: DatumType,
+    pub output: Output,
 }
 
 impl Eq for FastQuantizedDepthwiseConv {}
+
+/// What a quantized convolution makes of its integer sums.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// QLinearConv: requantized to u8 or i8 (`datum_type`), `multiplier` = `x_scale · w_scale /
+    /// y_scale` per channel.
+    Requantized {
+        multiplier: Vec<f32>,
+        zero: i32,
+        datum_type: DatumType,
+    },
+    /// ConvInteger: the i32 sums themselves.
+    Sums,
+}
 
 /// A constant input's values as i32 or f32, or `None` when the input is computed at run time.
 fn constant<T: Datum + Copy>(model: &TypedModel, node: &TypedNode, slot: usize) -> Option<Vec<T>> {
@@ -75,11 +88,12 @@ fn eight_bit(dt: DatumType) -> Option<DatumType> {
 
 impl FastQuantizedDepthwiseConv {
     /// The fast version of `node` (a tract `Conv`) on an input of `shape`, when it applies: a
-    /// quantized depthwise convolution (what [`FastDepthwiseConv::for_geometry`] accepts) with 8-bit
-    /// input and output, every input but the data constant, and sums exact in f32.
+    /// quantized depthwise convolution (what [`FastDepthwiseConv::for_geometry`] accepts) with
+    /// 8-bit input, 8-bit or i32 output, every input constant but the data and the input's zero
+    /// point, and sums exact in f32.
     pub fn for_node(model: &TypedModel, node: &TypedNode) -> Option<FastQuantizedDepthwiseConv> {
         let conv = node.op_as::<Conv>()?;
-        let output = eight_bit(conv.q_params?)?;
+        let output_type = conv.q_params?.unquantized();
         if node.inputs.len() != 9 {
             return None;
         }
@@ -94,20 +108,20 @@ impl FastQuantizedDepthwiseConv {
         let taps = depthwise.window.rows.kernel * depthwise.window.cols.kernel;
         let weights = constant::<i32>(model, node, 1)?;
         let bias = per_channel(constant::<i32>(model, node, 2)?, channels)?;
-        let [input_zero] = constant::<i32>(model, node, 3)?[..] else {
-            return None;
-        };
-        let [input_scale] = constant::<f32>(model, node, 4)?[..] else {
-            return None;
+        let input_zero = match constant::<i32>(model, node, 3) {
+            Some(zero) => Some(*zero.first().filter(|_| zero.len() == 1)?),
+            None if model
+                .outlet_fact(node.inputs[3])
+                .ok()?
+                .shape
+                .volume()
+                .is_one() =>
+            {
+                None
+            }
+            None => return None,
         };
         let weight_zero = per_channel(constant::<i32>(model, node, 5)?, channels)?;
-        let weight_scale = per_channel(constant::<f32>(model, node, 6)?, channels)?;
-        let [output_zero] = constant::<i32>(model, node, 7)?[..] else {
-            return None;
-        };
-        let [output_scale] = constant::<f32>(model, node, 8)?[..] else {
-            return None;
-        };
         if weights.len() != channels * taps {
             return None;
         }
@@ -116,38 +130,67 @@ impl FastQuantizedDepthwiseConv {
             .zip(&weight_zero)
             .flat_map(|(row, &zero)| row.iter().map(move |&w| w - zero))
             .collect();
-        let (low, high) = if input == u8::datum_type() {
-            (u8::MIN as i32, u8::MAX as i32)
-        } else {
-            (i8::MIN as i32, i8::MAX as i32)
-        };
-        let input_reach = (input_zero - low).abs().max((high - input_zero).abs()) as u64;
+        let (low, high) = eight_bit_range(input);
+        // An input zero point known only at run time lies in the input type's range.
+        let input_reach = match input_zero {
+            Some(zero) => (zero - low).abs().max((high - zero).abs()),
+            None => high - low,
+        } as u64;
         let weight_reach = kernel.iter().map(|w| w.unsigned_abs() as u64).max()?;
         if taps as u64 * input_reach * weight_reach >= EXACT_IN_F32 {
             return None;
         }
-        let multiplier = weight_scale
-            .iter()
-            .map(|&w| input_scale * w / output_scale)
-            .collect();
+        let output = if output_type == i32::datum_type() {
+            // tract scales an i32 output too; ConvInteger's scales are all 1 (as ONNX lowers it).
+            let ones = |slot| {
+                constant::<f32>(model, node, slot).is_some_and(|v| v.iter().all(|&s| s == 1.0))
+            };
+            let output_zero = constant::<i32>(model, node, 7)?;
+            if !(ones(4) && ones(6) && ones(8) && output_zero.iter().all(|&z| z == 0)) {
+                return None;
+            }
+            Output::Sums
+        } else {
+            let datum_type = eight_bit(output_type)?;
+            let [input_scale] = constant::<f32>(model, node, 4)?[..] else {
+                return None;
+            };
+            let weight_scale = per_channel(constant::<f32>(model, node, 6)?, channels)?;
+            let [zero] = constant::<i32>(model, node, 7)?[..] else {
+                return None;
+            };
+            let [output_scale] = constant::<f32>(model, node, 8)?[..] else {
+                return None;
+            };
+            let multiplier = weight_scale
+                .iter()
+                .map(|&w| input_scale * w / output_scale)
+                .collect();
+            Output::Requantized {
+                multiplier,
+                zero,
+                datum_type,
+            }
+        };
         Some(FastQuantizedDepthwiseConv {
             depthwise,
             kernel: kernel.into_iter().map(|w| w as f32).collect(),
             bias,
-            multiplier,
             input_zero,
-            output_zero,
             input,
             output,
         })
     }
 
-    /// The convolution of `input` (planes as [`FastDepthwiseConv::compute`] reads them) into
-    /// `output`.
-    pub(super) fn compute<I: Quantized + Into<i32> + Sync, O: Quantized>(
+    /// The convolution of `input` (planes as [`FastDepthwiseConv::compute`] reads them, zero
+    /// point `input_zero`) into `output`, each plane's sums (without the bias) finished by
+    /// `finish(channel, sums, output plane)`.
+    fn convolve<I: Quantized + Into<i32> + Sync, O: Send>(
         &self,
         input: &[I],
+        input_zero: i32,
         output: &mut [O],
+        finish: impl Fn(usize, &[f32], &mut [O]) + Sync,
     ) -> TractResult<()> {
         let window = &self.depthwise.window;
         let (r, c) = (window.rows, window.cols);
@@ -159,10 +202,14 @@ impl FastQuantizedDepthwiseConv {
             input.len() == output.len() / out_plane * in_plane,
             "quantized depthwise input and output planes differ"
         );
+        let (low, high) = eight_bit_range(I::datum_type());
+        ensure!(
+            (low..=high).contains(&input_zero),
+            "input zero point {input_zero} is outside the input type's range"
+        );
         let taps = r.kernel * c.kernel;
         let padded = Padded::new(window);
         let scratch_len = padded.scratch_len();
-        let bounds = bounds::<O>(self.output_zero);
         self.depthwise.for_each_plane(
             output,
             out_plane,
@@ -173,31 +220,125 @@ impl FastQuantizedDepthwiseConv {
                 convolve_plane(
                     &padded,
                     &input[plane * in_plane..][..in_plane],
-                    |x| (x.into() - self.input_zero) as f32,
+                    |x| (x.into() - input_zero) as f32,
                     &self.kernel[channel * taps..][..taps],
                     0.0,
                     scratch,
                     sums,
                 );
-                let (bias, multiplier) = (self.bias[channel], self.multiplier[channel]);
-                for (y, &sum) in out.iter_mut().zip(&*sums) {
+                finish(channel, sums, out);
+            },
+        )
+    }
+
+    /// QLinearConv: the sums plus the bias, requantized as onnxruntime does.
+    pub(super) fn requantize<I: Quantized + Into<i32> + Sync, O: Quantized>(
+        &self,
+        input: &[I],
+        input_zero: i32,
+        (multiplier, zero): (&[f32], i32),
+        output: &mut [O],
+    ) -> TractResult<()> {
+        let bounds = bounds::<O>(zero);
+        self.convolve(
+            input,
+            input_zero,
+            output,
+            #[inline(always)]
+            |channel, sums, out| {
+                let (bias, multiplier) = (self.bias[channel], multiplier[channel]);
+                for (y, &sum) in out.iter_mut().zip(sums) {
                     let level = round_saturated((sum as i32 + bias) as f32 * multiplier, bounds);
-                    *y = O::from_i32(level + self.output_zero);
+                    *y = O::from_i32(level + zero);
                 }
             },
         )
     }
 
-    fn eval_as<I: Quantized + Into<i32> + Sync, O: Quantized + tract_num_traits::Zero>(
+    /// ConvInteger: the sums plus the bias.
+    pub(super) fn sums<I: Quantized + Into<i32> + Sync>(
+        &self,
+        input: &[I],
+        input_zero: i32,
+        output: &mut [i32],
+    ) -> TractResult<()> {
+        self.convolve(
+            input,
+            input_zero,
+            output,
+            #[inline(always)]
+            |channel, sums, out| {
+                let bias = self.bias[channel];
+                for (y, &sum) in out.iter_mut().zip(sums) {
+                    *y = sum as i32 + bias;
+                }
+            },
+        )
+    }
+
+    fn eval_as<I: Quantized + Into<i32> + Sync>(
         &self,
         input: &TValue,
+        input_zero: i32,
     ) -> TractResult<Tensor> {
-        let mut output = Tensor::zero::<O>(&self.depthwise.window.output_shape)?;
-        self.compute::<I, O>(
-            input.try_as_plain_ram()?.as_slice::<I>()?,
-            output.try_as_plain_ram_mut()?.as_slice_mut::<O>()?,
-        )?;
-        Ok(output)
+        let shape = &self.depthwise.window.output_shape;
+        let plain = input.try_as_plain_ram()?;
+        let xs = plain.as_slice::<I>()?;
+        match &self.output {
+            Output::Sums => {
+                let mut output = Tensor::zero::<i32>(shape)?;
+                self.sums(
+                    xs,
+                    input_zero,
+                    output.try_as_plain_ram_mut()?.as_slice_mut()?,
+                )?;
+                Ok(output)
+            }
+            Output::Requantized {
+                multiplier,
+                zero,
+                datum_type,
+            } if *datum_type == u8::datum_type() => {
+                let mut output = Tensor::zero::<u8>(shape)?;
+                let mut ys = output.try_as_plain_ram_mut()?;
+                self.requantize(
+                    xs,
+                    input_zero,
+                    (multiplier, *zero),
+                    ys.as_slice_mut::<u8>()?,
+                )?;
+                Ok(output)
+            }
+            Output::Requantized {
+                multiplier, zero, ..
+            } => {
+                let mut output = Tensor::zero::<i8>(shape)?;
+                let mut ys = output.try_as_plain_ram_mut()?;
+                self.requantize(
+                    xs,
+                    input_zero,
+                    (multiplier, *zero),
+                    ys.as_slice_mut::<i8>()?,
+                )?;
+                Ok(output)
+            }
+        }
+    }
+
+    fn output_type(&self) -> DatumType {
+        match &self.output {
+            Output::Sums => i32::datum_type(),
+            Output::Requantized { datum_type, .. } => *datum_type,
+        }
+    }
+}
+
+/// The values of u8 or i8.
+fn eight_bit_range(dt: DatumType) -> (i32, i32) {
+    if dt == u8::datum_type() {
+        (u8::MIN as i32, u8::MAX as i32)
+    } else {
+        (i8::MIN as i32, i8::MAX as i32)
     }
 }
 
@@ -213,14 +354,25 @@ impl EvalOp for FastQuantizedDepthwiseConv {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let input = args_1!(inputs);
-        let u8_in = self.input == u8::datum_type();
-        let u8_out = self.output == u8::datum_type();
-        let output = match (u8_in, u8_out) {
-            (true, true) => self.eval_as::<u8, u8>(&input)?,
-            (true, false) => self.eval_as::<u8, i8>(&input)?,
-            (false, true) => self.eval_as::<i8, u8>(&input)?,
-            (false, false) => self.eval_as::<i8, i8>(&input)?,
+        let input_zero = match (self.input_zero, inputs.get(1)) {
+            (Some(zero), None) => zero,
+            (None, Some(zero)) => {
+                let zero = zero.cast_to::<i32>()?;
+                let zero = zero.try_as_plain_ram()?;
+                match zero.as_slice::<i32>()? {
+                    [zero] => *zero,
+                    _ => bail!("a quantized convolution's input zero point is one value"),
+                }
+            }
+            _ => bail!(
+                "a quantized depthwise convolution got {} inputs",
+                inputs.len()
+            ),
+        };
+        let output = if self.input == u8::datum_type() {
+            self.eval_as::<u8>(&inputs[0], input_zero)?
+        } else {
+            self.eval_as::<i8>(&inputs[0], input_zero)?
         };
         Ok(tvec!(output.into_tvalue()))
     }
@@ -230,12 +382,15 @@ impl TypedOp for FastQuantizedDepthwiseConv {
     as_op!();
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        let zero_inputs = usize::from(self.input_zero.is_none());
         ensure!(
-            inputs.len() == 1,
-            "a quantized depthwise convolution takes its input alone"
+            inputs.len() == 1 + zero_inputs,
+            "a quantized depthwise convolution takes its input (and its zero point when it is \
+             computed)"
         );
         Ok(tvec!(
-            self.output.fact(&*self.depthwise.window.output_shape)
+            self.output_type()
+                .fact(&*self.depthwise.window.output_shape)
         ))
     }
 
@@ -250,7 +405,8 @@ impl TypedOp for FastQuantizedDepthwiseConv {
 }
 
 /// Replaces every quantized depthwise convolution that [`FastQuantizedDepthwiseConv::for_node`]
-/// accepts, reading its data input alone. Returns how many.
+/// accepts, reading its data input (and the input's zero point when it is computed). Returns how
+/// many.
 pub fn use_quantized_depthwise(model: &mut TypedModel) -> TractResult<usize> {
     let found: Vec<(usize, FastQuantizedDepthwiseConv)> = model
         .nodes()
@@ -260,8 +416,12 @@ pub fn use_quantized_depthwise(model: &mut TypedModel) -> TractResult<usize> {
     let count = found.len();
     for (id, fast) in found {
         let mut patch = TypedModelPatch::new("quantized depthwise convolution");
-        let input = patch.tap_model(model, model.node(id).inputs[0])?;
-        let wire = patch.wire_node(model.node(id).name.clone(), fast, &[input])?;
+        let node = model.node(id);
+        let mut inputs = vec![patch.tap_model(model, node.inputs[0])?];
+        if fast.input_zero.is_none() {
+            inputs.push(patch.tap_model(model, node.inputs[3])?);
+        }
+        let wire = patch.wire_node(node.name.clone(), fast, &inputs)?;
         patch.shunt_outside(model, OutletId::new(id, 0), wire[0])?;
         patch.apply(model)?;
     }
@@ -287,15 +447,18 @@ mod tests {
     }
 
     /// The definition, in integers: per output point the i32 sum of `(x − x_zero)(w − w_zero)`
-    /// over the taps inside the input, plus the bias; then onnxruntime's requantization.
-    fn reference<I: Quantized + Into<i32>, O: Quantized>(
+    /// over the taps inside the input, plus the bias; then, given `(multiplier per channel, zero,
+    /// saturation range)`, onnxruntime's requantization.
+    fn reference<I: Quantized + Into<i32>>(
         op: &FastQuantizedDepthwiseConv,
         input: &[I],
+        input_zero: i32,
+        requantize: Option<(&[f32], i32, (i32, i32))>,
     ) -> Vec<i32> {
         let window = &op.depthwise.window;
         let centred: Vec<f32> = input
             .iter()
-            .map(|&x| (x.into() - op.input_zero) as f32)
+            .map(|&x| (x.into() - input_zero) as f32)
             .collect();
         let (r, c) = (window.rows, window.cols);
         let (planes, taps) = (input.len() / (r.input * c.input), r.kernel * c.kernel);
@@ -307,57 +470,76 @@ mod tests {
                     let sum: i32 = taps_inside_window(window, &centred, p, (oy, ox))
                         .iter()
                         .map(|&(tap, x)| x as i32 * op.kernel[ch * taps + tap] as i32)
-                        .sum();
-                    let scaled = (sum + op.bias[ch]) as f32 * op.multiplier[ch];
-                    let level = scaled.round_ties_even() as i32 + op.output_zero;
-                    out.push(level.clamp(O::MIN, O::MAX));
+                        .sum::<i32>()
+                        + op.bias[ch];
+                    out.push(match requantize {
+                        None => sum,
+                        Some((multiplier, zero, (low, high))) => {
+                            let scaled = sum as f32 * multiplier[ch];
+                            (scaled.round_ties_even() as i32 + zero).clamp(low, high)
+                        }
+                    });
                 }
             }
         }
         out
     }
 
-    fn check<I: Quantized + Into<i32> + Sync, O: Quantized + Into<i32> + Copy>(
-        input_zero: i32,
-        output_zero: i32,
-    ) {
+    /// Every geometry of the pools' tests and two more, 3 channels, 2 batches.
+    fn ops<I: Quantized>(output: Output) -> Vec<FastQuantizedDepthwiseConv> {
         let mut windows: Vec<Window2d> = GEOMETRIES.into_iter().map(window).collect();
         windows.push(window((12, 5, 1, 1, 2)));
         windows.push(window((9, 3, 1, 2, 2)));
-        for window in windows {
-            let taps = window.rows.kernel * window.cols.kernel;
-            let op = FastQuantizedDepthwiseConv {
-                depthwise: FastDepthwiseConv {
-                    window: window.clone(),
-                    channels: 3,
-                },
-                kernel: levels(3 * taps, -127, 127)
-                    .iter()
-                    .map(|&w| w as f32)
-                    .collect(),
-                bias: vec![-700, 0, 1234],
-                // Per channel, one of them making ties (sums × 0.5).
-                multiplier: vec![0.0123, 0.5, 0.0007],
-                input_zero,
-                output_zero,
-                input: I::datum_type(),
-                output: O::datum_type(),
-            };
-            let count = 6 * window.rows.input * window.cols.input;
-            let input: Vec<I> = levels(count, I::MIN, I::MAX)
-                .into_iter()
-                .map(I::from_i32)
-                .collect();
-            let mut out = vec![O::from_i32(0); window.output_shape.iter().product()];
-            op.compute(&input, &mut out).unwrap();
+        windows
+            .into_iter()
+            .map(|window| {
+                let taps = window.rows.kernel * window.cols.kernel;
+                FastQuantizedDepthwiseConv {
+                    depthwise: FastDepthwiseConv {
+                        window,
+                        channels: 3,
+                    },
+                    kernel: levels(3 * taps, -127, 127)
+                        .iter()
+                        .map(|&w| w as f32)
+                        .collect(),
+                    bias: vec![-700, 0, 1234],
+                    input_zero: None,
+                    input: I::datum_type(),
+                    output: output.clone(),
+                }
+            })
+            .collect()
+    }
+
+    fn input_for<I: Quantized>(op: &FastQuantizedDepthwiseConv) -> Vec<I> {
+        let count = 6 * op.depthwise.window.rows.input * op.depthwise.window.cols.input;
+        levels(count, I::MIN, I::MAX)
+            .into_iter()
+            .map(I::from_i32)
+            .collect()
+    }
+
+    fn check<I: Quantized + Into<i32> + Sync, O: Quantized + Into<i32> + Copy>(
+        input_zero: i32,
+        zero: i32,
+    ) {
+        // Per channel, one of them making ties (sums × 0.5).
+        let multiplier = vec![0.0123, 0.5, 0.0007];
+        let output = Output::Requantized {
+            multiplier: multiplier.clone(),
+            zero,
+            datum_type: O::datum_type(),
+        };
+        for op in ops::<I>(output) {
+            let input = input_for::<I>(&op);
+            let mut out = vec![O::from_i32(0); op.depthwise.window.output_shape.iter().product()];
+            op.requantize(&input, input_zero, (&multiplier, zero), &mut out)
+                .unwrap();
             let got: Vec<i32> = out.iter().map(|&y| y.into()).collect();
-            assert_eq!(
-                got,
-                reference::<I, O>(&op, &input),
-                "{:?} × {:?}",
-                window.rows,
-                window.cols
-            );
+            let range = (O::MIN, O::MAX);
+            let want = reference(&op, &input, input_zero, Some((&multiplier, zero, range)));
+            assert_eq!(got, want, "{:?}", op.depthwise.window);
         }
     }
 
@@ -369,9 +551,26 @@ mod tests {
         check::<i8, i8>(0, 0);
     }
 
+    #[test]
+    fn integer_sums_match_the_definition_exactly() {
+        for op in ops::<u8>(Output::Sums) {
+            let input = input_for::<u8>(&op);
+            for input_zero in [0, 77, 255] {
+                let mut out = vec![0i32; op.depthwise.window.output_shape.iter().product()];
+                op.sums(&input, input_zero, &mut out).unwrap();
+                let want = reference(&op, &input, input_zero, None);
+                assert_eq!(out, want, "{:?}", op.depthwise.window);
+            }
+            let mut out = vec![0i32; op.depthwise.window.output_shape.iter().product()];
+            let error = op.sums(&input, 256, &mut out).unwrap_err();
+            assert!(error.to_string().contains("outside the input type's range"));
+        }
+    }
+
     /// A tract quantized depthwise convolution of `size`² taps, one weight as far from its zero
-    /// point as it goes, in a model.
-    fn quantized_depthwise(size: usize) -> TypedModel {
+    /// point as it goes, in a model: a QLinearConv to u8, or (`sums`) a ConvInteger whose input
+    /// zero point is the model's second input.
+    fn quantized_depthwise(size: usize, sums: bool) -> TypedModel {
         let (channels, side) = (3, 24);
         let mut model = TypedModel::default();
         let x = model
@@ -387,15 +586,28 @@ mod tests {
         let weights =
             tract_ndarray::Array4::from_shape_vec((channels, 1, size, size), weights).unwrap();
         let mut inputs = vec![x, model.add_const("w", weights.into_tensor()).unwrap()];
-        for (name, value) in [
-            ("bias", tensor1(&[5i32, -5, 0])),
-            ("x_zero", tensor0(0i32)),
+        inputs.push(model.add_const("bias", tensor1(&[5i32, -5, 0])).unwrap());
+        inputs.push(if sums {
+            model.add_source("x_zero", i32::fact([0usize; 0])).unwrap()
+        } else {
+            model.add_const("x_zero", tensor0(0i32)).unwrap()
+        });
+        // A ConvInteger's scales are 1 and its output zero point 0.
+        let scaled = [
             ("x_scale", tensor0(0.02f32)),
             ("w_zero", tensor0(0i32)),
             ("w_scale", tensor1(&[0.01f32, 0.02, 0.03])),
             ("y_zero", tensor0(128i32)),
             ("y_scale", tensor0(0.5f32)),
-        ] {
+        ];
+        let plain = [
+            ("x_scale", tensor0(1f32)),
+            ("w_zero", tensor0(0i32)),
+            ("w_scale", tensor0(1f32)),
+            ("y_zero", tensor0(0i32)),
+            ("y_scale", tensor0(1f32)),
+        ];
+        for (name, value) in if sums { plain } else { scaled } {
             inputs.push(model.add_const(name, value).unwrap());
         }
         let conv = Conv {
@@ -410,38 +622,65 @@ mod tests {
             },
             kernel_fmt: KernelFormat::OIHW,
             group: channels,
-            q_params: Some(u8::datum_type()),
+            q_params: Some(if sums {
+                i32::datum_type()
+            } else {
+                u8::datum_type()
+            }),
         };
         let y = model.wire_node("conv", conv, &inputs).unwrap();
         model.select_output_outlets(&y).unwrap();
         model
     }
 
+    /// The model's output for a fixed input (and input zero point 100 where it is an input).
+    fn run(model: TypedModel) -> Vec<i32> {
+        let x: Vec<u8> = levels(3 * 24 * 24, 0, 255)
+            .iter()
+            .map(|&v| v as u8)
+            .collect();
+        let mut inputs = tvec!(
+            tract_ndarray::Array4::from_shape_vec((1, 3, 24, 24), x)
+                .unwrap()
+                .into_tvalue()
+        );
+        if model.inputs.len() == 2 {
+            inputs.push(tensor0(100i32).into_tvalue());
+        }
+        let out = model.into_runnable().unwrap().run(inputs).unwrap();
+        let out = out[0].cast_to::<i32>().unwrap();
+        out.try_as_plain_ram()
+            .unwrap()
+            .as_slice::<i32>()
+            .unwrap()
+            .to_vec()
+    }
+
     #[test]
     fn a_model_s_quantized_depthwise_convolution_is_replaced_when_its_sums_are_exact() {
         // 16² taps × 255 × 128 < 2²⁴; 23² taps × 255 × 128 is not.
-        let run = |model: TypedModel| -> Vec<i32> {
-            let x: Vec<u8> = levels(3 * 24 * 24, 0, 255)
-                .iter()
-                .map(|&v| v as u8)
-                .collect();
-            let x = tract_ndarray::Array4::from_shape_vec((1, 3, 24, 24), x).unwrap();
-            let out = model
-                .into_runnable()
-                .unwrap()
-                .run(tvec!(x.into_tvalue()))
-                .unwrap();
-            let out = out[0].cast_to::<i32>().unwrap();
-            out.try_as_plain_ram()
-                .unwrap()
-                .as_slice::<i32>()
-                .unwrap()
-                .to_vec()
-        };
-        let mut exact = quantized_depthwise(16);
-        let tract_s = run(quantized_depthwise(16).into_optimized().unwrap());
+        let mut exact = quantized_depthwise(16, false);
+        let tract_s = run(quantized_depthwise(16, false).into_optimized().unwrap());
         assert_eq!(use_quantized_depthwise(&mut exact).unwrap(), 1);
-        let ours = run(exact.clone());
+        let op = exact
+            .nodes()
+            .iter()
+            .find_map(|n| n.op_as::<FastQuantizedDepthwiseConv>())
+            .unwrap();
+        assert_eq!(op.bias, [5, -5, 0]);
+        let Output::Requantized {
+            multiplier, zero, ..
+        } = &op.output
+        else {
+            panic!("{:?}", op.output);
+        };
+        assert_eq!(
+            multiplier,
+            &[0.02 * 0.01 / 0.5, 0.02 * 0.02 / 0.5, 0.02 * 0.03 / 0.5]
+        );
+        assert_eq!((op.input_zero, *zero), (Some(0), 128));
+        assert_eq!(op.kernel[0], -128.0);
+        let ours = run(exact);
         // tract requantizes in fixed point, onnxruntime (and Tessera) in f32: a tie may round
         // the other way.
         assert_eq!(ours.len(), tract_s.len());
@@ -454,19 +693,21 @@ mod tests {
             "{unsaturated} of {}",
             ours.len()
         );
-        let op = exact
+        let mut inexact = quantized_depthwise(23, false);
+        assert_eq!(use_quantized_depthwise(&mut inexact).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_conv_integer_with_a_computed_zero_point_gives_tract_s_sums() {
+        let mut ours = quantized_depthwise(5, true);
+        assert_eq!(use_quantized_depthwise(&mut ours).unwrap(), 1);
+        let op = ours
             .nodes()
             .iter()
             .find_map(|n| n.op_as::<FastQuantizedDepthwiseConv>())
             .unwrap();
-        assert_eq!(op.bias, [5, -5, 0]);
-        assert_eq!(
-            op.multiplier,
-            [0.02 * 0.01 / 0.5, 0.02 * 0.02 / 0.5, 0.02 * 0.03 / 0.5]
-        );
-        assert_eq!((op.input_zero, op.output_zero), (0, 128));
-        assert_eq!(op.kernel[0], -128.0);
-        let mut inexact = quantized_depthwise(23);
-        assert_eq!(use_quantized_depthwise(&mut inexact).unwrap(), 0);
+        assert_eq!((op.input_zero, &op.output), (None, &Output::Sums));
+        let want = run(quantized_depthwise(5, true).into_optimized().unwrap());
+        assert_eq!(run(ours), want);
     }
 }
