@@ -378,7 +378,8 @@ fn inspect_says_whether_a_model_is_quantized_in_which_format_and_how_each_backen
             shared().join("models/ppocr_mobile_cls_qdq_int8/model.onnx"),
             vec![
                 "quantized: yes (QDQ)",
-                "cpu   dequantized, float kernels: Add, BatchNormalization, Conv, Div,",
+                "cpu   dequantized, float kernels: Add, BatchNormalization, Div,",
+                "integer kernels: Conv, MatMul",
                 "wgpu  dequantized, float kernels: Add, BatchNormalization, Conv, Div,",
             ],
         ),

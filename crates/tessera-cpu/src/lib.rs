@@ -55,12 +55,14 @@ pub fn default_threads() -> usize {
 
 /// How the cpu backend runs a quantized operator type: tract computes QLinearConv,
 /// QLinearMatMul, MatMulInteger and ConvInteger with its integer matmul kernels (8-bit operands,
-/// 32-bit sums), except depthwise QLinearConvs, whose integer sums Tessera computes exactly in f32
-/// (`ops/quantized_depthwise_conv.rs`); the `com.microsoft` operators (rewritten by the core into standard ones) and the
-/// float operators of a QDQ pattern run dequantized.
+/// 32-bit sums), except depthwise convolutions, whose integer sums Tessera computes exactly in f32
+/// (`ops/quantized_depthwise_conv.rs`); QDQ convolutions and matrix products with a constant
+/// weight become integer ones too (`ops/qdq_products.rs`; a product of two computed operands, as
+/// in attention, stays float). The `com.microsoft` operators (rewritten by the core into standard
+/// ones) and the other float operators of a QDQ pattern run dequantized.
 pub fn quantized_execution(op: &str) -> QuantizedExecution {
     match op {
-        "QLinearConv" | "QLinearMatMul" | "MatMulInteger" | "ConvInteger" => {
+        "QLinearConv" | "QLinearMatMul" | "MatMulInteger" | "ConvInteger" | "Conv" | "MatMul" => {
             QuantizedExecution::Integer
         }
         "DynamicQuantizeLinear" => QuantizedExecution::ElementWise,
@@ -223,7 +225,11 @@ impl CpuSession {
                 return Ok((plan, folding.clone()));
             }
         }
-        let lowered = self.model.lower(inputs, preferred.as_deref())?;
+        let lowered = self.model.lower_for(
+            inputs,
+            preferred.as_deref(),
+            Some(|typed, model| ops::qdq_products::integer_products(typed, model).map(|_| ())),
+        )?;
         let mut typed = lowered.typed;
         // `lower` has decluttered the graph already: only tract's codegen passes are left.
         let runnable = catch_panic("optimizing the plan", || {

@@ -6,6 +6,7 @@
 //! some inputs folded in as constants ([`specialize`]) → decluttered typed graph, which each
 //! backend turns into its own plan.
 
+pub mod dequantized_constants;
 pub mod index_check;
 pub mod info;
 pub mod inputs;
@@ -28,6 +29,7 @@ use tract_onnx::prelude::InferenceModel;
 pub struct Model {
     info: ModelInfo,
     graph: InferenceModel,
+    dequantized: dequantized_constants::DequantizedConstants,
     preflight: preflight::Preflight,
     source: Option<PathBuf>,
 }
@@ -107,9 +109,11 @@ impl Model {
         let first_node = graph.nodes().len().saturating_sub(proto_graph.node.len());
         let preflight = preflight::Preflight::from_graph(proto_graph, first_node)
             .map_err(Error::InvalidModel)?;
+        let dequantized = dequantized_constants::DequantizedConstants::of(proto_graph);
         Ok(Model {
             info,
             graph,
+            dequantized,
             preflight,
             source: None,
         })
@@ -123,6 +127,11 @@ impl Model {
     /// The file the model came from, if any.
     pub fn source(&self) -> Option<&Path> {
         self.source.as_deref()
+    }
+
+    /// How each constant of a QDQ model was dequantized, by DequantizeLinear node.
+    pub fn dequantized_constants(&self) -> &dequantized_constants::DequantizedConstants {
+        &self.dequantized
     }
 
     pub(crate) fn graph(&self) -> &InferenceModel {

@@ -45,6 +45,9 @@ impl PlanKey {
     }
 }
 
+/// A backend's pass over the typed graph before tract declutters it, given the model.
+pub type BeforeDeclutter = fn(&mut TypedModel, &Model) -> TractResult<()>;
+
 /// A decluttered typed graph for one input signature.
 #[derive(Debug)]
 pub struct Lowered {
@@ -79,7 +82,19 @@ impl Model {
     /// `preferred` first (what worked for an earlier run), then none, then the small
     /// shape-like inputs, then all of them (shape-like first for models with an `If`).
     pub fn lower(&self, inputs: &[Tensor], preferred: Option<&[bool]>) -> Result<Lowered> {
-        self.lower_then(inputs, preferred, |_| Ok(()))
+        self.lower_for(inputs, preferred, None)
+    }
+
+    /// [`Model::lower`] with a backend's own pass on the typed graph before tract declutters it
+    /// (the cpu backend turns QDQ products into integer ones there, while each weight's
+    /// dequantization is still explicit).
+    pub fn lower_for(
+        &self,
+        inputs: &[Tensor],
+        preferred: Option<&[bool]>,
+        before_declutter: Option<BeforeDeclutter>,
+    ) -> Result<Lowered> {
+        self.lower_then_for(inputs, preferred, before_declutter, |_| Ok(()))
             .map(|(lowered, ())| lowered)
     }
 
@@ -90,6 +105,16 @@ impl Model {
         &self,
         inputs: &[Tensor],
         preferred: Option<&[bool]>,
+        then: impl Fn(&TypedModel) -> Result<T>,
+    ) -> Result<(Lowered, T)> {
+        self.lower_then_for(inputs, preferred, None, then)
+    }
+
+    fn lower_then_for<T>(
+        &self,
+        inputs: &[Tensor],
+        preferred: Option<&[bool]>,
+        before_declutter: Option<BeforeDeclutter>,
         then: impl Fn(&TypedModel) -> Result<T>,
     ) -> Result<(Lowered, T)> {
         let none = vec![false; inputs.len()];
@@ -112,7 +137,7 @@ impl Model {
         let mut first_error = None;
         for folding in ladder {
             match self
-                .lower_with(inputs, &folding)
+                .lower_with_pass(inputs, &folding, before_declutter)
                 .and_then(|typed| then(&typed).map(|made| (typed, made)))
             {
                 Ok((typed, made)) => return Ok((Lowered { typed, folding }, made)),
@@ -127,15 +152,30 @@ impl Model {
 
     /// Lowers with exactly this folding.
     pub fn lower_with(&self, inputs: &[Tensor], folding: &[bool]) -> Result<TypedModel> {
+        self.lower_with_pass(inputs, folding, None)
+    }
+
+    fn lower_with_pass(
+        &self,
+        inputs: &[Tensor],
+        folding: &[bool],
+        before_declutter: Option<BeforeDeclutter>,
+    ) -> Result<TypedModel> {
         catch_panic("lowering the model", || {
-            self.try_lower(inputs, folding).map_err(|e| Error::Prepare {
-                backend: "tract".into(),
-                message: chain_message(&e),
-            })
+            self.try_lower(inputs, folding, before_declutter)
+                .map_err(|e| Error::Prepare {
+                    backend: "tract".into(),
+                    message: chain_message(&e),
+                })
         })
     }
 
-    fn try_lower(&self, inputs: &[Tensor], folding: &[bool]) -> TractResult<TypedModel> {
+    fn try_lower(
+        &self,
+        inputs: &[Tensor],
+        folding: &[bool],
+        before_declutter: Option<BeforeDeclutter>,
+    ) -> TractResult<TypedModel> {
         let mut graph = self.graph().clone();
         anyhow::ensure!(
             graph.inputs.len() == inputs.len(),
@@ -180,6 +220,9 @@ impl Model {
         super::preflight::analyse(&mut graph, self.preflight())?;
         let mut typed = graph.into_typed()?;
         super::quant_barrier::guard_quantized_softmax(&mut typed)?;
+        if let Some(pass) = before_declutter {
+            pass(&mut typed, self)?;
+        }
         let mut typed = typed.into_decluttered()?;
         super::index_check::guard_indices(&mut typed)?;
         Ok(typed)

@@ -16,6 +16,7 @@ mod lrn;
 mod matmul_gemm;
 mod max_pool;
 mod pool_2d;
+pub mod qdq_products;
 mod quantize_linear;
 mod quantized_depthwise_conv;
 

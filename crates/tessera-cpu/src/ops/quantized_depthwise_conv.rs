@@ -16,7 +16,8 @@
 //! [ONNX `QLinearConv`]: https://onnx.ai/onnx/operators/onnx__QLinearConv.html
 
 use super::depthwise_conv::{FastDepthwiseConv, Padded, convolve_plane};
-use super::quantize_linear::{Quantized, bounds, round_saturated};
+use super::quantize_linear::{FastRequantize, Quantized, bounds, round_saturated};
+use crate::plan_graph::only_reader;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
 use tessera_core::tract_onnx::tract_core::ops::cnn::Conv;
@@ -414,15 +415,34 @@ pub fn use_quantized_depthwise(model: &mut TypedModel) -> TractResult<usize> {
         .filter_map(|node| Some((node.id, FastQuantizedDepthwiseConv::for_node(model, node)?)))
         .collect();
     let count = found.len();
-    for (id, fast) in found {
+    for (id, mut fast) in found {
         let mut patch = TypedModelPatch::new("quantized depthwise convolution");
         let node = model.node(id);
         let mut inputs = vec![patch.tap_model(model, node.inputs[0])?];
         if fast.input_zero.is_none() {
             inputs.push(patch.tap_model(model, node.inputs[3])?);
         }
+        // Sums requantized by the op alone reading them (a QDQ convolution made integer): the
+        // requantization is done on each plane as it is computed.
+        let mut output = OutletId::new(id, 0);
+        if let (Output::Sums, Some(reader)) = (&fast.output, only_reader(model, id)?)
+            && let Some(requantize) = model.node(reader).op_as::<FastRequantize>()
+            && requantize.axis == 1
+        {
+            let channels = fast.depthwise.channels;
+            let multiplier = match requantize.multiplier.len() {
+                1 => vec![requantize.multiplier[0]; channels],
+                _ => requantize.multiplier.clone(),
+            };
+            fast.output = Output::Requantized {
+                multiplier,
+                zero: requantize.zero,
+                datum_type: requantize.output,
+            };
+            output = OutletId::new(reader, 0);
+        }
         let wire = patch.wire_node(node.name.clone(), fast, &inputs)?;
-        patch.shunt_outside(model, OutletId::new(id, 0), wire[0])?;
+        patch.shunt_outside(model, output, wire[0])?;
         patch.apply(model)?;
     }
     if count > 0 {

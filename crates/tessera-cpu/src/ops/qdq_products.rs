@@ -1,0 +1,587 @@
+//! QDQ convolutions and matrix products as integer products, as onnxruntime fuses them: in a
+//! model quantized in the QDQ format, `DequantizeLinear(x_q)` and `DequantizeLinear(w_q)` (a
+//! constant) feed a float `Conv` or `MatMul` whose only reader is a `QuantizeLinear`. That is
+//! QLinearConv / QLinearMatMul written out, and the cpu backend runs it as one: tract's quantized
+//! convolution or matrix product over `x_q` and `w_q` (8-bit operands, 32-bit sums: VNNI on this
+//! kind of x86, dot products on arm64), or Tessera's exact depthwise one
+//! ([`super::quantized_depthwise_conv`]). Otherwise each product ran in f32 between a dequantize
+//! and a quantize, no faster than the float model.
+//!
+//! The pass runs on the typed graph before tract declutters it. tract has already folded each
+//! weight's dequantization into a float constant; the file's scales and zero points (kept by the
+//! core, [`DequantizedConstants`]) give the integers back, exactly or not at all.
+//! Products of two computed operands (attention's) stay float: tract's integer version of those
+//! corrects the zero points with separate element-wise ops, slower than the float product.
+
+use super::quantize_linear::FastRequantize;
+use tessera_core::model::dequantized_constants::DequantizedConstants;
+use tessera_core::tract_onnx::prelude::*;
+use tessera_core::tract_onnx::tract_core::internal::*;
+use tessera_core::tract_onnx::tract_core::ops::cast::Cast;
+use tessera_core::tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat};
+use tessera_core::tract_onnx::tract_core::ops::einsum::EinSum;
+use tessera_core::tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
+use tessera_core::tract_onnx::tract_core::ops::quant::{
+    DequantizeLinearF32, QuantizeLinearI8, QuantizeLinearU8,
+};
+use tessera_core::{DType, Model};
+
+/// A computed 8-bit tensor and the parameters it is dequantized with.
+struct Activation {
+    quantized: OutletId,
+    scale: f32,
+    zero: i32,
+}
+
+/// A constant integer tensor and its per-tensor (one value) or per-channel dequantization.
+struct QuantizedConstant {
+    values: Arc<Tensor>,
+    scales: Vec<f32>,
+    zeros: Vec<i32>,
+    /// The axis the parameters run along, when there are several.
+    axis: Option<usize>,
+}
+
+/// Where a product's output is quantized, and how.
+struct Requantization {
+    /// The QuantizeLinear node, whose output the integer product takes over.
+    node: usize,
+    scale: f32,
+    zero: i32,
+    datum_type: DatumType,
+}
+
+fn is_8_bit(dt: DatumType) -> bool {
+    dt == u8::datum_type() || dt == i8::datum_type()
+}
+
+/// `outlet` as a per-tensor dequantization of a computed 8-bit tensor.
+fn activation(model: &TypedModel, outlet: OutletId) -> Option<Activation> {
+    let node = model.node(outlet.node);
+    let dequantize = node.op_as::<DequantizeLinearF32>()?;
+    let input = model.outlet_fact(node.inputs[0]).ok()?;
+    (is_8_bit(input.datum_type) && input.konst.is_none()).then_some(Activation {
+        quantized: node.inputs[0],
+        scale: dequantize.scale,
+        zero: dequantize.zero_point,
+    })
+}
+
+/// The constant behind `outlet`, if it is one.
+fn konst(model: &TypedModel, outlet: OutletId) -> Option<Arc<Tensor>> {
+    model.outlet_fact(outlet).ok()?.konst.clone()
+}
+
+/// A constant's values as `T`.
+fn values<T: Datum + Copy>(tensor: &Tensor) -> Option<Vec<T>> {
+    let cast = tensor.cast_to::<T>().ok()?;
+    Some(cast.try_as_plain_ram().ok()?.as_slice::<T>().ok()?.to_vec())
+}
+
+/// `outlet` as a constant that tract folded from the dequantization of an integer one, with the
+/// integers recovered (exactly, or not at all) from its values and the file's parameters.
+fn quantized_constant(
+    model: &TypedModel,
+    constants: &DequantizedConstants,
+    outlet: OutletId,
+) -> Option<QuantizedConstant> {
+    let node = model.node(outlet.node);
+    let float = konst(model, outlet)?;
+    // tract names a folded output after its node and slot.
+    let dequantization = constants.get(node.name.strip_suffix(".0")?)?;
+    let shape = float.shape();
+    let integers = dequantization.integers(&values::<f32>(&float)?, shape)?;
+    let values = match dequantization.dtype {
+        DType::U8 => tensor1(&integers.iter().map(|&q| q as u8).collect::<Vec<_>>()),
+        DType::I8 => tensor1(&integers.iter().map(|&q| q as i8).collect::<Vec<_>>()),
+        DType::I32 => tensor1(&integers),
+        _ => return None,
+    };
+    let several = dequantization.scales.len() > 1;
+    Some(QuantizedConstant {
+        values: values.into_shape(shape).ok()?.into_arc_tensor(),
+        scales: dequantization.scales.clone(),
+        zeros: dequantization.zeros.clone(),
+        axis: several.then_some(dequantization.axis),
+    })
+}
+
+/// The QuantizeLinear that alone reads `node`'s output. Its scale comes exact from a
+/// DequantizeLinear reading it with the same zero point (tract keeps `1 / scale` in the
+/// quantize), else as the inverse of that.
+fn requantization(model: &TypedModel, node: usize) -> Option<Requantization> {
+    let output = OutletId::new(node, 0);
+    if model.output_outlets().ok()?.contains(&output) {
+        return None;
+    }
+    let quantize = model.single_succ(node).ok()??;
+    let op = quantize.op_as::<ElementWiseOp>()?;
+    let (multiplier, zero, datum_type) = if let Some(q) = op.0.downcast_ref::<QuantizeLinearU8>() {
+        (q.scale, q.zero_point as i32, u8::datum_type())
+    } else {
+        let q = op.0.downcast_ref::<QuantizeLinearI8>()?;
+        (q.scale, q.zero_point as i32, i8::datum_type())
+    };
+    let scale = quantize.outputs[0]
+        .successors
+        .iter()
+        .filter_map(|inlet| model.node(inlet.node).op_as::<DequantizeLinearF32>())
+        .find(|dq| dq.zero_point == zero && dq.scale.recip() == multiplier)
+        .map_or(multiplier.recip(), |dq| dq.scale);
+    Some(Requantization {
+        node: quantize.id,
+        scale,
+        zero,
+        datum_type,
+    })
+}
+
+/// A conv's bias as i32 values quantized with `scale × weight scale` per channel (what
+/// onnxruntime's quantizer writes), or zero when the conv has none.
+fn quantized_bias(
+    model: &TypedModel,
+    constants: &DequantizedConstants,
+    mut outlet: OutletId,
+    input_scale: f32,
+    weights: &QuantizedConstant,
+) -> Option<Tensor> {
+    // tract-onnx casts the bias to the input's type and drops its unit axes.
+    while let Some(node) =
+        Some(model.node(outlet.node)).filter(|n| n.op_is::<Cast>() || n.op_is::<AxisOp>())
+    {
+        outlet = node.inputs[0];
+    }
+    if let Some(zero) = konst(model, outlet).filter(|k| k.len() == 1) {
+        return (values::<f32>(&zero)? == [0.0]).then(|| tensor0(0i32));
+    }
+    let bias = quantized_constant(model, constants, outlet)?;
+    if bias.values.datum_type() != i32::datum_type() || bias.zeros.iter().any(|&z| z != 0) {
+        return None;
+    }
+    let channels = bias.values.len();
+    let nth = |v: &[f32], c: usize| v[if v.len() == 1 { 0 } else { c }];
+    let consistent = (0..channels).all(|c| {
+        let want = input_scale * nth(&weights.scales, c);
+        (nth(&bias.scales, c) - want).abs() <= 1e-6 * want.abs()
+    });
+    consistent.then(|| (*bias.values).clone().into_shape(&[channels]).ok())?
+}
+
+/// A parameter as a constant: a scalar when per tensor, else one value per channel.
+fn parameter<T: Datum + Copy>(values: &[T]) -> Tensor {
+    if values.len() == 1 {
+        tensor0(values[0])
+    } else {
+        tensor1(values)
+    }
+}
+
+/// The integer version of a QDQ convolution at `node`, or `None` when it is not one.
+fn integer_conv(
+    model: &TypedModel,
+    constants: &DequantizedConstants,
+    node: &TypedNode,
+) -> Option<TypedModelPatch> {
+    let conv = node.op_as::<Conv>()?;
+    if conv.q_params.is_some() || conv.kernel_fmt != KernelFormat::OIHW || node.inputs.len() != 3 {
+        return None;
+    }
+    let x = activation(model, node.inputs[0])?;
+    let weights = quantized_constant(model, constants, node.inputs[1])?;
+    if !is_8_bit(weights.values.datum_type()) || !matches!(weights.axis, None | Some(0)) {
+        return None;
+    }
+    let bias = quantized_bias(model, constants, node.inputs[2], x.scale, &weights)?;
+    let y = requantization(model, node.id)?;
+    let op = Conv {
+        q_params: Some(i32::datum_type()),
+        ..conv.clone()
+    };
+    // NCHW: channels are axis 1 of the output.
+    wire_integer_product(model, &node.name, Box::new(op), &x, &weights, bias, &y, 1)
+}
+
+/// Wires into `patch` tract's integer product `op` (an i32 output: scales 1, output zero point 0,
+/// so its sums are exact) over `input` and the constants of `weights` and `bias`, then Tessera's
+/// requantization of the sums, along `channel_axis` of the output, onto the QuantizeLinear `y`.
+#[allow(clippy::too_many_arguments)]
+fn wire_integer_product(
+    model: &TypedModel,
+    name: &str,
+    op: Box<dyn TypedOp>,
+    x: &Activation,
+    weights: &QuantizedConstant,
+    bias: Tensor,
+    y: &Requantization,
+    channel_axis: usize,
+) -> Option<TypedModelPatch> {
+    let mut patch = TypedModelPatch::new("QDQ product as an integer one");
+    let mut inputs = vec![patch.tap_model(model, x.quantized).ok()?];
+    let constants = [
+        (*weights.values).clone(),
+        bias,
+        tensor0(x.zero),
+        tensor0(1f32),
+        parameter(&weights.zeros),
+        tensor0(1f32),
+        tensor0(0i32),
+        tensor0(1f32),
+    ];
+    for (ix, constant) in constants.into_iter().enumerate() {
+        inputs.push(patch.add_const(format!("{name}.q{ix}"), constant).ok()?);
+    }
+    let sums = patch
+        .wire_node(format!("{name}.integer"), op, &inputs)
+        .ok()?;
+    // onnxruntime's output scale: x_scale · w_scale / y_scale, in f32, in that order.
+    let multiplier = weights
+        .scales
+        .iter()
+        .map(|&w| x.scale * w / y.scale)
+        .collect();
+    let requantize = FastRequantize {
+        multiplier,
+        axis: channel_axis,
+        zero: y.zero,
+        output: y.datum_type,
+    };
+    let wire = patch
+        .wire_node(format!("{name}.requantized"), requantize, &sums)
+        .ok()?;
+    patch
+        .shunt_outside(model, OutletId::new(y.node, 0), wire[0])
+        .ok()?;
+    Some(patch)
+}
+
+/// The integer version of a QDQ matrix product at `node` (a computed left operand times a
+/// constant `[k, n]` right one, per tensor or per column), or `None` when it is not one.
+fn integer_matmul(
+    model: &TypedModel,
+    constants: &DequantizedConstants,
+    node: &TypedNode,
+) -> Option<TypedModelPatch> {
+    let einsum = node.op_as::<EinSum>()?;
+    if einsum.q_params.is_some() || node.inputs.len() != 2 {
+        return None;
+    }
+    let a = activation(model, node.inputs[0])?;
+    let b = quantized_constant(model, constants, node.inputs[1])?;
+    if !is_8_bit(b.values.datum_type()) || b.values.rank() != 2 {
+        return None;
+    }
+    // tract-onnx writes a MatMul as `…mk,kn->…mn`: per-column parameters follow `n`.
+    let (specs, outputs) = einsum.axes.to_strs();
+    let [a_spec, b_spec] = &specs[..] else {
+        return None;
+    };
+    let [c_spec] = &outputs[..] else {
+        return None;
+    };
+    if b_spec != "kn" || !a_spec.ends_with("mk") || !c_spec.ends_with("mn") {
+        return None;
+    }
+    let per_column = match b.axis {
+        None => "",
+        Some(1) => "n",
+        Some(_) => return None,
+    };
+    let y = requantization(model, node.id)?;
+    let axes = format!("{a_spec},kn,,,,{per_column},{per_column},,->{c_spec}")
+        .parse()
+        .ok()?;
+    let op = EinSum {
+        axes,
+        operating_dt: i32::datum_type(),
+        q_params: Some(i32::datum_type()),
+    };
+    let columns = c_spec.len() - 1;
+    let bias = tensor0(0i32);
+    wire_integer_product(model, &node.name, Box::new(op), &a, &b, bias, &y, columns)
+}
+
+/// Turns every QDQ convolution and matrix product of `model` (a typed graph not yet decluttered,
+/// lowered from `source`) that this module recognizes into an integer one. Returns how many.
+pub fn integer_products(model: &mut TypedModel, source: &Model) -> TractResult<usize> {
+    let constants = source.dequantized_constants();
+    let quantized = model
+        .nodes()
+        .iter()
+        .any(|n| n.op_is::<DequantizeLinearF32>());
+    if !quantized {
+        return Ok(0);
+    }
+    // One at a time: a product's quantized input may be the output of the one before, which
+    // its patch must read from the integer product that replaced it.
+    let mut count = 0;
+    for id in 0..model.nodes().len() {
+        let node = model.node(id);
+        let patch =
+            integer_conv(model, constants, node).or_else(|| integer_matmul(model, constants, node));
+        if let Some(patch) = patch {
+            patch.apply(model)?;
+            count += 1;
+        }
+    }
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CpuOptions, CpuSession};
+    use prost::Message;
+    use tessera_core::tract_onnx::pb::{
+        self, AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+        ValueInfoProto,
+    };
+
+    fn initializer(name: &str, dims: &[i64], data_type: i32, raw: Vec<u8>) -> TensorProto {
+        TensorProto {
+            name: name.into(),
+            dims: dims.to_vec(),
+            data_type,
+            raw_data: raw,
+            ..Default::default()
+        }
+    }
+
+    fn f32s(name: &str, dims: &[i64], values: &[f32]) -> TensorProto {
+        initializer(
+            name,
+            dims,
+            1,
+            values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        )
+    }
+
+    fn i32s(name: &str, dims: &[i64], values: &[i32]) -> TensorProto {
+        initializer(
+            name,
+            dims,
+            6,
+            values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        )
+    }
+
+    fn i8s(name: &str, dims: &[i64], values: &[i8]) -> TensorProto {
+        initializer(name, dims, 3, values.iter().map(|&v| v as u8).collect())
+    }
+
+    fn u8s(name: &str, dims: &[i64], values: &[u8]) -> TensorProto {
+        initializer(name, dims, 2, values.to_vec())
+    }
+
+    fn node(op: &str, inputs: &[&str], output: &str, attributes: Vec<AttributeProto>) -> NodeProto {
+        NodeProto {
+            op_type: op.into(),
+            name: format!("{output}_node"),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: vec![output.into()],
+            attribute: attributes,
+            ..Default::default()
+        }
+    }
+
+    fn ints(name: &str, values: &[i64]) -> AttributeProto {
+        AttributeProto {
+            name: name.into(),
+            ints: values.to_vec(),
+            r#type: pb::attribute_proto::AttributeType::Ints as i32,
+            ..Default::default()
+        }
+    }
+
+    fn int(name: &str, value: i64) -> AttributeProto {
+        AttributeProto {
+            name: name.into(),
+            i: value,
+            r#type: pb::attribute_proto::AttributeType::Int as i32,
+            ..Default::default()
+        }
+    }
+
+    fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
+        use pb::tensor_shape_proto::{Dimension, dimension::Value};
+        use pb::type_proto::{Tensor as TensorType, Value as TypeValue};
+        let dim = dims.iter().map(|&d| Dimension {
+            value: Some(Value::DimValue(d)),
+            ..Default::default()
+        });
+        ValueInfoProto {
+            name: name.into(),
+            r#type: Some(pb::TypeProto {
+                value: Some(TypeValue::TensorType(TensorType {
+                    elem_type: 1,
+                    shape: Some(pb::TensorShapeProto { dim: dim.collect() }),
+                })),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    const X_SCALE: f32 = 0.0625;
+    const Y_SCALE: f32 = 0.4;
+    const W_SCALES: [f32; 3] = [0.011, 0.02, 0.0037];
+    const W2_SCALE: f32 = 0.013;
+
+    fn conv_weights() -> Vec<i8> {
+        (0..3 * 2 * 9)
+            .map(|i: i32| (i * 53 % 255 - 127) as i8)
+            .collect()
+    }
+
+    fn matmul_weights() -> Vec<i8> {
+        (0..4 * 3)
+            .map(|i: i32| (i * 29 % 200 - 100) as i8)
+            .collect()
+    }
+
+    /// QDQ as onnxruntime's quantizer writes it: x → Q → DQ → Conv 3×3 (weights per channel,
+    /// an i32 bias) → Q → DQ → y; and x2 → Q → DQ → MatMul (weights per tensor) → Q → DQ → y2.
+    fn qdq_model() -> Vec<u8> {
+        let weight_scales: Vec<f32> = W_SCALES.to_vec();
+        let bias_scales: Vec<f32> = W_SCALES.iter().map(|w| X_SCALE * w).collect();
+        let initializers = vec![
+            f32s("sx", &[], &[X_SCALE]),
+            u8s("zx", &[], &[100]),
+            i8s("w", &[3, 2, 3, 3], &conv_weights()),
+            f32s("sw", &[3], &weight_scales),
+            i8s("zw", &[3], &[0, 0, 0]),
+            i32s("b", &[3], &[-300, 25, 4000]),
+            f32s("sb", &[3], &bias_scales),
+            i32s("zb", &[3], &[0, 0, 0]),
+            f32s("sy", &[], &[Y_SCALE]),
+            u8s("zy", &[], &[128]),
+            i8s("w2", &[4, 3], &matmul_weights()),
+            f32s("sw2", &[], &[W2_SCALE]),
+            i8s("zw2", &[], &[0]),
+        ];
+        let nodes = vec![
+            node("QuantizeLinear", &["x", "sx", "zx"], "xq", vec![]),
+            node("DequantizeLinear", &["xq", "sx", "zx"], "xd", vec![]),
+            node(
+                "DequantizeLinear",
+                &["w", "sw", "zw"],
+                "wd",
+                vec![int("axis", 0)],
+            ),
+            node(
+                "DequantizeLinear",
+                &["b", "sb", "zb"],
+                "bd",
+                vec![int("axis", 0)],
+            ),
+            node(
+                "Conv",
+                &["xd", "wd", "bd"],
+                "c",
+                vec![ints("pads", &[1, 1, 1, 1])],
+            ),
+            node("QuantizeLinear", &["c", "sy", "zy"], "cq", vec![]),
+            node("DequantizeLinear", &["cq", "sy", "zy"], "y", vec![]),
+            node("QuantizeLinear", &["x2", "sx", "zx"], "x2q", vec![]),
+            node("DequantizeLinear", &["x2q", "sx", "zx"], "x2d", vec![]),
+            node("DequantizeLinear", &["w2", "sw2", "zw2"], "w2d", vec![]),
+            node("MatMul", &["x2d", "w2d"], "m", vec![]),
+            node("QuantizeLinear", &["m", "sy", "zy"], "mq", vec![]),
+            node("DequantizeLinear", &["mq", "sy", "zy"], "y2", vec![]),
+        ];
+        let model = ModelProto {
+            ir_version: 8,
+            opset_import: vec![OperatorSetIdProto {
+                domain: String::new(),
+                version: 13,
+            }],
+            graph: Some(GraphProto {
+                name: "qdq".into(),
+                node: nodes,
+                initializer: initializers,
+                input: vec![value("x", &[1, 2, 5, 5]), value("x2", &[2, 4])],
+                output: vec![value("y", &[1, 3, 5, 5]), value("y2", &[2, 3])],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        model.encode_to_vec()
+    }
+
+    /// Inputs on the quantization grid (levels − 100, times a power of two): quantizing them is
+    /// exact in any arithmetic.
+    fn levels(count: usize, seed: usize) -> Vec<u8> {
+        (0..count).map(|i| ((i * 89 + seed) % 256) as u8).collect()
+    }
+
+    fn on_grid(levels: &[u8]) -> Vec<f32> {
+        levels
+            .iter()
+            .map(|&q| (q as i32 - 100) as f32 * X_SCALE)
+            .collect()
+    }
+
+    /// onnxruntime's requantization of an i32 sum, then the DequantizeLinear after it.
+    fn requantized(sum: i32, weight_scale: f32) -> f32 {
+        let multiplier = X_SCALE * weight_scale / Y_SCALE;
+        let q = ((sum as f32 * multiplier).round_ties_even() as i32 + 128).clamp(0, 255);
+        (q - 128) as f32 * Y_SCALE
+    }
+
+    fn counting_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
+        let count = integer_products(typed, model)?;
+        ensure!(count == 2, "{count} products made integer, expected 2");
+        Ok(())
+    }
+
+    #[test]
+    fn qdq_products_run_as_integer_ones_with_onnxruntime_s_arithmetic() {
+        let model = Model::from_bytes(&qdq_model()).unwrap();
+        let (xq, x2q) = (levels(50, 7), levels(8, 3));
+        let x = tessera_core::Tensor::from_vec(vec![1, 2, 5, 5], on_grid(&xq)).unwrap();
+        let x2 = tessera_core::Tensor::from_vec(vec![2, 4], on_grid(&x2q)).unwrap();
+        let inputs = vec![x, x2];
+        model
+            .lower_for(&inputs, None, Some(counting_pass))
+            .expect("both products recognized");
+        let session = CpuSession::new(Arc::new(model), &CpuOptions { threads: Some(1) }).unwrap();
+        let outputs = session.run(inputs).unwrap();
+
+        let centred = |q: u8| q as i32 - 100;
+        let (weights, bias) = (conv_weights(), [-300, 25, 4000]);
+        let mut want = vec![];
+        for o in 0..3 {
+            for oy in 0..5i32 {
+                for ox in 0..5i32 {
+                    let mut sum = bias[o];
+                    for i in 0..2 {
+                        for ky in 0..3i32 {
+                            for kx in 0..3i32 {
+                                let (iy, ix) = (oy + ky - 1, ox + kx - 1);
+                                if (0..5).contains(&iy) && (0..5).contains(&ix) {
+                                    let x = centred(xq[(i * 25) + (iy * 5 + ix) as usize]);
+                                    let w =
+                                        weights[((o * 2 + i) * 3 + ky as usize) * 3 + kx as usize];
+                                    sum += x * w as i32;
+                                }
+                            }
+                        }
+                    }
+                    want.push(requantized(sum, W_SCALES[o]));
+                }
+            }
+        }
+        assert_eq!(outputs[0].as_slice::<f32>().unwrap(), &want[..]);
+
+        let weights = matmul_weights();
+        let want: Vec<f32> = (0..2)
+            .flat_map(|r| (0..3).map(move |c| (r, c)))
+            .map(|(r, c)| {
+                let sum = (0..4)
+                    .map(|k| centred(x2q[r * 4 + k]) * weights[k * 3 + c] as i32)
+                    .sum();
+                requantized(sum, W2_SCALE)
+            })
+            .collect();
+        assert_eq!(outputs[1].as_slice::<f32>().unwrap(), &want[..]);
+    }
+}
