@@ -26,6 +26,10 @@ use tessera_core::tract_onnx::tract_core::ops::quant::{
 };
 use tessera_core::{DType, Model};
 
+/// The fewest output channels for which a k×k convolution runs as tract's integer one: magika's
+/// (512 channels) is faster so, mtcnn's (10 to 128) slower.
+const MIN_IM2COL_CHANNELS: usize = 256;
+
 /// A computed 8-bit tensor and the parameters it is dequantized with.
 struct Activation {
     quantized: OutletId,
@@ -167,9 +171,12 @@ fn quantized_bias(
     consistent.then(|| (*bias.values).clone().into_shape(&[channels]).ok())?
 }
 
-/// A parameter as a constant: a scalar when per tensor, else one value per channel.
-fn parameter<T: Datum + Copy>(values: &[T]) -> Tensor {
-    if values.len() == 1 {
+/// A parameter as a constant: a scalar when it is one value for all (per tensor, or the zero
+/// points of symmetric per-channel weights), else one value per channel. tract corrects
+/// per-channel zero points with separate element-wise ops, which made per-channel products slower
+/// than float ones.
+fn parameter<T: Datum + Copy + PartialEq>(values: &[T]) -> Tensor {
+    if values.iter().all(|v| *v == values[0]) {
         tensor0(values[0])
     } else {
         tensor1(values)
@@ -184,6 +191,22 @@ fn integer_conv(
 ) -> Option<TypedModelPatch> {
     let conv = node.op_as::<Conv>()?;
     if conv.q_params.is_some() || conv.kernel_fmt != KernelFormat::OIHW || node.inputs.len() != 3 {
+        return None;
+    }
+    // Which integer convolutions pay: depthwise ones (Tessera's own op), pointwise ones (a
+    // matrix product for tract) and, through tract's integer im2col — a generic gather whose cost
+    // only a wide product amortizes — those with many output channels. Narrower ones stay
+    // float, on Tessera's convolution: mtcnn's (10 to 128 channels) ran 1.5-2x slower as integers.
+    let pool = &conv.pool_spec;
+    let depthwise =
+        conv.group > 1 && conv.group == pool.input_channels && conv.group == pool.output_channels;
+    let pointwise = pool.kernel_shape.iter().all(|&k| k == 1)
+        && pool
+            .strides
+            .as_ref()
+            .is_none_or(|s| s.iter().all(|&s| s == 1));
+    let wide = pool.output_channels >= MIN_IM2COL_CHANNELS;
+    if !(depthwise || (conv.group == 1 && (pointwise || wide))) {
         return None;
     }
     let x = activation(model, node.inputs[0])?;
@@ -270,7 +293,7 @@ fn integer_matmul(
     if !is_8_bit(b.values.datum_type()) || b.values.rank() != 2 {
         return None;
     }
-    // tract-onnx writes a MatMul as `…mk,kn->…mn`: per-column parameters follow `n`.
+    // tract-onnx writes a MatMul as `…mk,kn->…mn`.
     let (specs, outputs) = einsum.axes.to_strs();
     let [a_spec, b_spec] = &specs[..] else {
         return None;
@@ -281,13 +304,16 @@ fn integer_matmul(
     if b_spec != "kn" || !a_spec.ends_with("mk") || !c_spec.ends_with("mn") {
         return None;
     }
-    let per_column = match b.axis {
+    // tract's inputs: a, b, bias, a0, a_scale, b0, b_scale, c0, c_scale. The scales are 1 (the
+    // requantization is Tessera's); b's zero points run along `n` unless they are all one value.
+    let zeros_per_column = match b.axis {
         None => "",
-        Some(1) => "n",
+        Some(1) if parameter(&b.zeros).rank() == 1 => "n",
+        Some(1) => "",
         Some(_) => return None,
     };
     let y = requantization(model, node.id)?;
-    let axes = format!("{a_spec},kn,,,,{per_column},{per_column},,->{c_spec}")
+    let axes = format!("{a_spec},kn,,,,{zeros_per_column},,,->{c_spec}")
         .parse()
         .ok()?;
     let op = EinSum {
@@ -424,10 +450,15 @@ mod tests {
     const X_SCALE: f32 = 0.0625;
     const Y_SCALE: f32 = 0.4;
     const W_SCALES: [f32; 3] = [0.011, 0.02, 0.0037];
-    const W2_SCALE: f32 = 0.013;
+    const W2_SCALES: [f32; 3] = [0.013, 0.0021, 0.04];
+
+    /// The convolution's kernel side and padding: pointwise, one of those that run as integers
+    /// whatever their width (a k×k one needs `MIN_IM2COL_CHANNELS` output channels).
+    const KERNEL: usize = 1;
+    const PAD: i32 = 0;
 
     fn conv_weights() -> Vec<i8> {
-        (0..3 * 2 * 9)
+        (0..3 * 2 * KERNEL as i32 * KERNEL as i32)
             .map(|i: i32| (i * 53 % 255 - 127) as i8)
             .collect()
     }
@@ -438,15 +469,15 @@ mod tests {
             .collect()
     }
 
-    /// QDQ as onnxruntime's quantizer writes it: x → Q → DQ → Conv 3×3 (weights per channel,
-    /// an i32 bias) → Q → DQ → y; and x2 → Q → DQ → MatMul (weights per tensor) → Q → DQ → y2.
+    /// QDQ as onnxruntime's quantizer writes it: x → Q → DQ → Conv (weights per channel,
+    /// an i32 bias) → Q → DQ → y; and x2 → Q → DQ → MatMul (weights per column) → Q → DQ → y2.
     fn qdq_model() -> Vec<u8> {
         let weight_scales: Vec<f32> = W_SCALES.to_vec();
         let bias_scales: Vec<f32> = W_SCALES.iter().map(|w| X_SCALE * w).collect();
         let initializers = vec![
             f32s("sx", &[], &[X_SCALE]),
             u8s("zx", &[], &[100]),
-            i8s("w", &[3, 2, 3, 3], &conv_weights()),
+            i8s("w", &[3, 2, KERNEL as i64, KERNEL as i64], &conv_weights()),
             f32s("sw", &[3], &weight_scales),
             i8s("zw", &[3], &[0, 0, 0]),
             i32s("b", &[3], &[-300, 25, 4000]),
@@ -455,8 +486,8 @@ mod tests {
             f32s("sy", &[], &[Y_SCALE]),
             u8s("zy", &[], &[128]),
             i8s("w2", &[4, 3], &matmul_weights()),
-            f32s("sw2", &[], &[W2_SCALE]),
-            i8s("zw2", &[], &[0]),
+            f32s("sw2", &[3], &W2_SCALES),
+            i8s("zw2", &[3], &[0, 0, 0]),
         ];
         let nodes = vec![
             node("QuantizeLinear", &["x", "sx", "zx"], "xq", vec![]),
@@ -477,13 +508,18 @@ mod tests {
                 "Conv",
                 &["xd", "wd", "bd"],
                 "c",
-                vec![ints("pads", &[1, 1, 1, 1])],
+                vec![ints("pads", &[PAD as i64; 4])],
             ),
             node("QuantizeLinear", &["c", "sy", "zy"], "cq", vec![]),
             node("DequantizeLinear", &["cq", "sy", "zy"], "y", vec![]),
             node("QuantizeLinear", &["x2", "sx", "zx"], "x2q", vec![]),
             node("DequantizeLinear", &["x2q", "sx", "zx"], "x2d", vec![]),
-            node("DequantizeLinear", &["w2", "sw2", "zw2"], "w2d", vec![]),
+            node(
+                "DequantizeLinear",
+                &["w2", "sw2", "zw2"],
+                "w2d",
+                vec![int("axis", 1)],
+            ),
             node("MatMul", &["x2d", "w2d"], "m", vec![]),
             node("QuantizeLinear", &["m", "sy", "zy"], "mq", vec![]),
             node("DequantizeLinear", &["mq", "sy", "zy"], "y2", vec![]),
@@ -554,13 +590,13 @@ mod tests {
                 for ox in 0..5i32 {
                     let mut sum = bias[o];
                     for i in 0..2 {
-                        for ky in 0..3i32 {
-                            for kx in 0..3i32 {
-                                let (iy, ix) = (oy + ky - 1, ox + kx - 1);
+                        for ky in 0..KERNEL as i32 {
+                            for kx in 0..KERNEL as i32 {
+                                let (iy, ix) = (oy + ky - PAD, ox + kx - PAD);
                                 if (0..5).contains(&iy) && (0..5).contains(&ix) {
                                     let x = centred(xq[(i * 25) + (iy * 5 + ix) as usize]);
-                                    let w =
-                                        weights[((o * 2 + i) * 3 + ky as usize) * 3 + kx as usize];
+                                    let tap = (ky * KERNEL as i32 + kx) as usize;
+                                    let w = weights[(o * 2 + i) * KERNEL * KERNEL + tap];
                                     sum += x * w as i32;
                                 }
                             }
@@ -579,7 +615,7 @@ mod tests {
                 let sum = (0..4)
                     .map(|k| centred(x2q[r * 4 + k]) * weights[k * 3 + c] as i32)
                     .sum();
-                requantized(sum, W2_SCALE)
+                requantized(sum, W2_SCALES[c])
             })
             .collect();
         assert_eq!(outputs[1].as_slice::<f32>().unwrap(), &want[..]);
