@@ -57,8 +57,9 @@ pub fn default_threads() -> usize {
 /// QLinearMatMul, MatMulInteger and ConvInteger with its integer matmul kernels (8-bit operands,
 /// 32-bit sums), except depthwise convolutions, whose integer sums Tessera computes exactly in f32
 /// (`ops/quantized_depthwise_conv.rs`); QDQ convolutions and matrix products with a constant
-/// weight become integer ones too (`ops/qdq_products.rs`; a product of two computed operands, as
-/// in attention, stays float). The `com.microsoft` operators (rewritten by the core into standard
+/// weight become integer ones too (`ops/qdq_products.rs`; a QDQ product of two computed
+/// operands, as in attention, stays float, and a QLinearMatMul of two has its integer sums
+/// computed exactly in f32). The `com.microsoft` operators (rewritten by the core into standard
 /// ones) and the other float operators of a QDQ pattern run dequantized.
 pub fn quantized_execution(op: &str) -> QuantizedExecution {
     match op {

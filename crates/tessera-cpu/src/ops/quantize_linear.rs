@@ -331,7 +331,26 @@ pub fn fuse_quantize_dequantize(model: &mut TypedModel) -> TractResult<usize> {
     Ok(count)
 }
 
-/// i32 sums requantized to u8 or i8 as onnxruntime does (MLAS): `round(sum × multiplier) + zero`,
+/// Integer sums, as i32 or exactly in f32.
+trait Sum: Copy {
+    fn as_f32(self) -> f32;
+}
+
+impl Sum for i32 {
+    #[inline(always)]
+    fn as_f32(self) -> f32 {
+        self as f32
+    }
+}
+
+impl Sum for f32 {
+    #[inline(always)]
+    fn as_f32(self) -> f32 {
+        self
+    }
+}
+
+/// Integer sums (i32, or integers held exactly in f32) requantized to u8 or i8 as onnxruntime does (MLAS): `round(sum × multiplier) + zero`,
 /// saturated, ties to even, the multiplier per channel along `axis` (one for all when it has one
 /// value). What follows the integer products that QDQ convolutions and matrix products become
 /// ([`super::qdq_products`]).
@@ -348,9 +367,9 @@ impl Eq for FastRequantize {}
 
 impl FastRequantize {
     /// `sums` (of `shape`) requantized into `ys`.
-    fn requantize<T: Quantized>(
+    fn requantize<S: Sum, T: Quantized>(
         &self,
-        sums: &[i32],
+        sums: &[S],
         shape: &[usize],
         ys: &mut [T],
     ) -> TractResult<()> {
@@ -363,8 +382,13 @@ impl FastRequantize {
         );
         let (bounds, zero) = (bounds::<T>(self.zero), self.zero);
         #[inline(always)]
-        fn level<T: Quantized>(sum: i32, multiplier: f32, bounds: (f32, f32), zero: i32) -> T {
-            T::from_i32(round_saturated(sum as f32 * multiplier, bounds) + zero)
+        fn level<S: Sum, T: Quantized>(
+            sum: S,
+            multiplier: f32,
+            bounds: (f32, f32),
+            zero: i32,
+        ) -> T {
+            T::from_i32(round_saturated(sum.as_f32() * multiplier, bounds) + zero)
         }
         crate::simd::widest(
             #[inline(always)]
@@ -404,11 +428,13 @@ impl FastRequantize {
     ) -> TractResult<Tensor> {
         let plain = input.try_as_plain_ram()?;
         let mut output = Tensor::zero::<T>(input.shape())?;
-        self.requantize(
-            plain.as_slice::<i32>()?,
-            input.shape(),
-            output.try_as_plain_ram_mut()?.as_slice_mut::<T>()?,
-        )?;
+        let mut ys = output.try_as_plain_ram_mut()?;
+        let ys = ys.as_slice_mut::<T>()?;
+        if input.datum_type() == f32::datum_type() {
+            self.requantize(plain.as_slice::<f32>()?, input.shape(), ys)?;
+        } else {
+            self.requantize(plain.as_slice::<i32>()?, input.shape(), ys)?;
+        }
         Ok(output)
     }
 }
@@ -439,7 +465,7 @@ impl TypedOp for FastRequantize {
     as_op!();
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        ensure!(inputs[0].datum_type == i32::datum_type());
+        ensure!([i32::datum_type(), f32::datum_type()].contains(&inputs[0].datum_type));
         Ok(tvec!(self.output.fact(inputs[0].shape.clone())))
     }
 }
