@@ -73,6 +73,25 @@ impl Quantized for i8 {
     }
 }
 
+/// An op with one input whose output is u8 or i8, computed by a generic `eval_as`.
+trait EightBitOutput {
+    fn output_type(&self) -> DatumType;
+
+    fn eval_as<T: Quantized + tract_num_traits::Zero>(&self, input: &TValue)
+    -> TractResult<Tensor>;
+
+    /// The eval of such an op, at its output type.
+    fn eval_eight_bit(&self, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let input = args_1!(inputs);
+        let output = if self.output_type() == u8::datum_type() {
+            self.eval_as::<u8>(&input)?
+        } else {
+            self.eval_as::<i8>(&input)?
+        };
+        Ok(tvec!(output.into_tvalue()))
+    }
+}
+
 /// `QuantizeLinear` with one scale and zero point for the whole tensor.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FastQuantizeLinear {
@@ -126,6 +145,12 @@ impl FastQuantizeLinear {
             },
         );
     }
+}
+
+impl EightBitOutput for FastQuantizeLinear {
+    fn output_type(&self) -> DatumType {
+        self.output
+    }
 
     fn eval_as<T: Quantized + tract_num_traits::Zero>(
         &self,
@@ -153,13 +178,7 @@ impl EvalOp for FastQuantizeLinear {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let input = args_1!(inputs);
-        let output = if self.output == u8::datum_type() {
-            self.eval_as::<u8>(&input)?
-        } else {
-            self.eval_as::<i8>(&input)?
-        };
-        Ok(tvec!(output.into_tvalue()))
+        self.eval_eight_bit(inputs)
     }
 }
 
@@ -421,6 +440,12 @@ impl FastRequantize {
         );
         Ok(())
     }
+}
+
+impl EightBitOutput for FastRequantize {
+    fn output_type(&self) -> DatumType {
+        self.output
+    }
 
     fn eval_as<T: Quantized + tract_num_traits::Zero>(
         &self,
@@ -451,13 +476,7 @@ impl EvalOp for FastRequantize {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let input = args_1!(inputs);
-        let output = if self.output == u8::datum_type() {
-            self.eval_as::<u8>(&input)?
-        } else {
-            self.eval_as::<i8>(&input)?
-        };
-        Ok(tvec!(output.into_tvalue()))
+        self.eval_eight_bit(inputs)
     }
 }
 

@@ -299,31 +299,28 @@ impl FastQuantizedDepthwiseConv {
                 multiplier,
                 zero,
                 datum_type,
-            } if *datum_type == u8::datum_type() => {
-                let mut output = Tensor::zero::<u8>(shape)?;
-                let mut ys = output.try_as_plain_ram_mut()?;
-                self.requantize(
-                    xs,
-                    input_zero,
-                    (multiplier, *zero),
-                    ys.as_slice_mut::<u8>()?,
-                )?;
-                Ok(output)
-            }
-            Output::Requantized {
-                multiplier, zero, ..
             } => {
-                let mut output = Tensor::zero::<i8>(shape)?;
-                let mut ys = output.try_as_plain_ram_mut()?;
-                self.requantize(
-                    xs,
-                    input_zero,
-                    (multiplier, *zero),
-                    ys.as_slice_mut::<i8>()?,
-                )?;
-                Ok(output)
+                let parameters = (&multiplier[..], *zero);
+                if *datum_type == u8::datum_type() {
+                    self.requantized::<I, u8>(xs, input_zero, parameters)
+                } else {
+                    self.requantized::<I, i8>(xs, input_zero, parameters)
+                }
             }
         }
+    }
+
+    /// [`Self::requantize`] into a new tensor of `O`.
+    fn requantized<I: Quantized + Into<i32> + Sync, O: Quantized + tract_num_traits::Zero>(
+        &self,
+        input: &[I],
+        input_zero: i32,
+        parameters: (&[f32], i32),
+    ) -> TractResult<Tensor> {
+        let mut output = Tensor::zero::<O>(&self.depthwise.window.output_shape)?;
+        let mut ys = output.try_as_plain_ram_mut()?;
+        self.requantize(input, input_zero, parameters, ys.as_slice_mut::<O>()?)?;
+        Ok(output)
     }
 
     fn output_type(&self) -> DatumType {
