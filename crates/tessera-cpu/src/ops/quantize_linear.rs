@@ -10,6 +10,7 @@
 //!
 //! [ONNX `QuantizeLinear`]: https://onnx.ai/onnx/operators/onnx__QuantizeLinear.html
 
+use crate::parallel::par_chunks_mut;
 use crate::plan_graph::only_reader;
 use tessera_core::model::index_check::IndexCheck;
 use tessera_core::tract_onnx::prelude::*;
@@ -268,17 +269,21 @@ pub struct FastQuantizeDequantize {
 impl Eq for FastQuantizeDequantize {}
 
 impl FastQuantizeDequantize {
-    fn round_trip<T: Quantized>(&self, values: &mut [f32]) {
+    fn round_trip<T: Quantized>(&self, values: &mut [f32]) -> TractResult<()> {
         let bounds = self.quantize.bounds::<T>();
         let (zero_point, scale) = (self.dequantize.zero_point, self.dequantize.scale);
-        crate::simd::widest(
-            #[inline(always)]
-            || {
-                for value in values.iter_mut() {
-                    *value = (self.quantize.level(*value, bounds) - zero_point) as f32 * scale;
-                }
-            },
-        );
+        let len = values.len();
+        par_chunks_mut(values, 1, len, |_, values| {
+            crate::simd::widest(
+                #[inline(always)]
+                || {
+                    for value in values.iter_mut() {
+                        *value = (self.quantize.level(*value, bounds) - zero_point) as f32 * scale;
+                    }
+                },
+            );
+            Ok(())
+        })
     }
 }
 
@@ -300,9 +305,9 @@ impl EvalOp for FastQuantizeDequantize {
         let mut plain = tensor.try_as_plain_ram_mut()?;
         let values = plain.as_slice_mut::<f32>()?;
         if self.quantize.output == u8::datum_type() {
-            self.round_trip::<u8>(values);
+            self.round_trip::<u8>(values)?;
         } else {
-            self.round_trip::<i8>(values);
+            self.round_trip::<i8>(values)?;
         }
         Ok(tvec!(tensor.into_tvalue()))
     }
