@@ -379,7 +379,8 @@ fn inspect_says_whether_a_model_is_quantized_in_which_format_and_how_each_backen
             vec![
                 "quantized: yes (QDQ)",
                 "cpu   dequantized, float kernels: Add, BatchNormalization, Div,",
-                "integer kernels: Conv, MatMul",
+                "integer kernels where they pay (narrow k×k convolutions: float): Conv",
+                "integer kernels: MatMul",
                 "wgpu  dequantized, float kernels: Add, BatchNormalization, Conv, Div,",
             ],
         ),

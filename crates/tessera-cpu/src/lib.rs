@@ -57,15 +57,17 @@ pub fn default_threads() -> usize {
 /// QLinearMatMul, MatMulInteger and ConvInteger with its integer matmul kernels (8-bit operands,
 /// 32-bit sums), except depthwise convolutions, whose integer sums Tessera computes exactly in f32
 /// (`ops/quantized_depthwise_conv.rs`); QDQ convolutions and matrix products with a constant
-/// weight become integer ones too (`ops/qdq_products.rs`; a QDQ product of two computed
+/// weight become integer ones too where they pay (`ops/qdq_products.rs`: depthwise, pointwise and
+/// wide k×k convolutions; a QDQ product of two computed
 /// operands, as in attention, stays float, and a QLinearMatMul of two has its integer sums
 /// computed exactly in f32). The `com.microsoft` operators (rewritten by the core into standard
 /// ones) and the other float operators of a QDQ pattern run dequantized.
 pub fn quantized_execution(op: &str) -> QuantizedExecution {
     match op {
-        "QLinearConv" | "QLinearMatMul" | "MatMulInteger" | "ConvInteger" | "Conv" | "MatMul" => {
+        "QLinearConv" | "QLinearMatMul" | "MatMulInteger" | "ConvInteger" | "MatMul" => {
             QuantizedExecution::Integer
         }
+        "Conv" => QuantizedExecution::IntegerWherePaying,
         "DynamicQuantizeLinear" => QuantizedExecution::ElementWise,
         _ => QuantizedExecution::Dequantized,
     }

@@ -39,6 +39,10 @@ impl std::fmt::Display for QuantFormat {
 pub enum QuantizedExecution {
     /// In integers: 8-bit operands, 32-bit sums (integer matmul kernels).
     Integer,
+    /// In integers where the backend judges them faster by the operator's shape, else
+    /// dequantized around the float kernel (the cpu's QDQ convolutions: narrow k×k ones, whose
+    /// integer im2col costs more than Tessera's float convolution, stay float).
+    IntegerWherePaying,
     /// Operands dequantized to float, the float kernel, the result quantized again where the
     /// operator's output is quantized.
     Dequantized,
@@ -52,6 +56,9 @@ impl std::fmt::Display for QuantizedExecution {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             QuantizedExecution::Integer => "integer kernels",
+            QuantizedExecution::IntegerWherePaying => {
+                "integer kernels where they pay (narrow k×k convolutions: float)"
+            }
             QuantizedExecution::Dequantized => "dequantized, float kernels",
             QuantizedExecution::ElementWise => "element-wise quantization",
             QuantizedExecution::NotRun => "no kernel here (refused)",
