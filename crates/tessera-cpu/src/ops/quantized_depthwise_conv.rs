@@ -425,12 +425,9 @@ pub fn use_quantized_depthwise(model: &mut TypedModel) -> TractResult<usize> {
         if let (Output::Sums, Some(reader)) = (&fast.output, only_reader(model, id)?)
             && let Some(requantize) = model.node(reader).op_as::<FastRequantize>()
             && requantize.axis == 1
+            && let Some(multiplier) =
+                per_channel(requantize.multiplier.clone(), fast.depthwise.channels)
         {
-            let channels = fast.depthwise.channels;
-            let multiplier = match requantize.multiplier.len() {
-                1 => vec![requantize.multiplier[0]; channels],
-                _ => requantize.multiplier.clone(),
-            };
             fast.output = Output::Requantized {
                 multiplier,
                 zero: requantize.zero,
