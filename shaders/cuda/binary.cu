@@ -45,6 +45,8 @@ struct Kernel {
         return r;
     }
 
+    __device__ f32 fmod_f32(f32 a, f32 b) { return fmodf(a, b); }
+
     __device__ u32 flag(bool c) {
         return select(0u, 1u, c);
     }

@@ -43,6 +43,11 @@ fn pow_u32(b: u32, e: u32) -> u32 {
     return r;
 }
 
+// C's fmodf: the remainder truncated toward zero (what `%` computes on f32).
+fn fmod_f32(a: f32, b: f32) -> f32 {
+    return a % b;
+}
+
 fn flag(c: bool) -> u32 {
     return select(0u, 1u, c);
 }

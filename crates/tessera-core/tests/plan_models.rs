@@ -85,8 +85,9 @@ fn check_model(dir: &Path, problems: &mut Vec<String>) -> String {
         assert_eq!(plan.values[id.0].role, Role::Input(k), "{name}");
     }
 
-    let memory = &plan.memory;
-    check_memory(&name, "dtype sizes", memory, &plan, problems);
+    let memory = MemoryPlan::build(&plan.values, &plan.steps, &plan.outputs)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    check_memory(&name, "dtype sizes", &memory, &plan, problems);
     // The GPU backends hold every element in a 4-byte word and plan again with those sizes.
     let words = MemoryPlan::build_with(
         &plan.values,
@@ -122,7 +123,7 @@ fn check_model(dir: &Path, problems: &mut Vec<String>) -> String {
         plan.constants.len(),
         memory.peak_live_bytes,
         memory.planned_bytes,
-        ratio(memory),
+        ratio(&memory),
         memory.naive_bytes,
         words.peak_live_bytes,
         ratio(&words),

@@ -1,8 +1,8 @@
 //! The CUDA device (opened once per process), its NVRTC module cache, and per-session streams.
 
 use crate::error::{CudaError, DriverContext};
-use crate::kernels::{self, Shader};
 use crate::probe::{self, DeviceSummary};
+use crate::shaders::{self, Shader};
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::collections::HashMap;
@@ -91,7 +91,7 @@ pub fn compile_ptx(shader: &Shader, arch: &str) -> Result<String> {
             available: vec![],
         });
     }
-    let source = kernels::expand(shader)?;
+    let source = shaders::expand(shader)?;
     let options = CompileOptions {
         name: Some(shader.name.to_string()),
         options: vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()],

@@ -6,25 +6,27 @@
 //! with no CUDA toolkit or driver; [`status`] says exactly why cuda is unavailable when one is
 //! missing, and no call here panics for it.
 //!
-//! A [`CudaSession`] lowers the model per input signature into the core's plan, places every
-//! step (strictly by default: a step without a kernel is an error naming it; with
-//! [`CudaOptions::allow_fallback`] it runs on the host and every copy is reported and counted),
-//! uploads weights once, keeps intermediate values in one arena allocation laid out by the
-//! memory plan, and runs on its own stream. Element types are held as 32-bit words ([`repr`]),
-//! like the wgpu backend.
+//! A [`CudaSession`] is the shared GPU engine's session (`tessera-gpu`: plans per input
+//! signature, placement, one arena laid out by the memory plan, weights uploaded once, I/O
+//! binding) on this device, with its own stream and cuBLAS handle. Placement is strict by
+//! default (a step without a kernel is an error naming it; with [`CudaOptions::allow_fallback`]
+//! it runs on the host and every copy is reported and counted). Element types are held as
+//! 32-bit words ([`repr`]), as on wgpu, and both backends encode every step the same way.
 //!
 //! Files: `probe.rs` (devices, and why there are none), `error.rs` (CUDA error names),
-//! `context.rs` (device, NVRTC module cache, streams), `session.rs` (plans per signature,
-//! weights, I/O binding), `executor.rs` (allocations, launches, a run), `kernels/` (one file per
-//! op family; the CUDA C is in `shaders/cuda/`).
+//! `context.rs` (device, NVRTC module cache, streams), `session.rs` (opens a session),
+//! `device.rs` (allocations, launches, cuBLAS calls, a run on the stream: what the engine asks
+//! of a device), `shaders/` (the CUDA C of `shaders/cuda/` and its expansion).
 
 mod context;
+mod device;
 mod error;
-mod executor;
-mod kernels;
 mod probe;
-pub mod repr;
 mod session;
+mod shaders;
+
+pub use device::CudaGpu;
+pub use tessera_gpu::repr;
 
 pub use error::CudaError;
 pub use probe::{DeviceSummary, devices};

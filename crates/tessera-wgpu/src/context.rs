@@ -4,8 +4,8 @@
 //! process on first use and shared by every session; pipelines are compiled once per shader and
 //! defines, whatever session asks.
 
-use crate::kernels::{self, Shader};
 use crate::probe::AdapterSummary;
+use crate::shaders::{self, Shader};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use tessera_core::{Error, Result};
@@ -18,6 +18,8 @@ pub struct GpuContext {
     pub adapter: AdapterSummary,
     pipelines: Mutex<HashMap<PipelineKey, Arc<Pipeline>>>,
     layouts: Mutex<HashMap<usize, Arc<wgpu::BindGroupLayout>>>,
+    /// Read-back buffers free for the next run ([`crate::device`]).
+    pub(crate) staging: Mutex<Vec<wgpu::Buffer>>,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -157,6 +159,7 @@ async fn open() -> std::result::Result<GpuContext, String> {
         adapter: summary,
         pipelines: Mutex::new(HashMap::new()),
         layouts: Mutex::new(HashMap::new()),
+        staging: Mutex::new(vec![]),
     })
 }
 
@@ -172,7 +175,7 @@ impl GpuContext {
         if let Some(found) = self.pipelines.lock().map_err(poisoned)?.get(&key) {
             return Ok(found.clone());
         }
-        let source = kernels::expand(shader)?;
+        let source = shaders::expand(shader)?;
         let layout = self.layout(bindings)?;
         // Natively a kernel that does not compile is reported here; browsers cannot wait for
         // the scope, so there the async session checks one scope around all of its planning.
@@ -219,7 +222,7 @@ impl GpuContext {
         Ok(compiled)
     }
 
-    /// Binding 0: read-only params; 1..=bindings: read-write tensors (see [`kernels::expand`]).
+    /// Binding 0: read-only params; 1..=bindings: read-write tensors (see [`shaders::expand`]).
     fn layout(&self, bindings: usize) -> Result<Arc<wgpu::BindGroupLayout>> {
         let mut layouts = self.layouts.lock().map_err(poisoned)?;
         if let Some(found) = layouts.get(&bindings) {

@@ -6,18 +6,21 @@
 //! [`WgpuOptions::allow_fallback`] it runs on the host and every copy is reported and counted),
 //! compiles one pipeline per kernel variant, uploads weights once, and keeps intermediate values
 //! in one arena laid out by the memory plan. Element types are held as 32-bit words
-//! ([`repr`]).
+//! ([`repr`]). Which kernels each step runs is decided once for both GPU backends, in
+//! `tessera-gpu`.
 //!
 //! Files: `context.rs` (device, pipeline cache), `session.rs` (plans per signature, weights,
-//! I/O binding), `executor.rs` (buffers, bind groups, a run), `kernels/` (one file per op
-//! family; the WGSL is in `shaders/wgsl/`), `probe.rs` (adapters, and why there are none).
+//! I/O binding), `device.rs` (buffers, bind groups, recording and submitting a run for the shared engine), `shaders/` (the WGSL templates of
+//! `shaders/wgsl/` and their expansion), `probe.rs` (adapters, and why there are none).
 
 mod context;
-mod executor;
-mod kernels;
+mod device;
 mod probe;
-pub mod repr;
 mod session;
+mod shaders;
+
+pub use context::GpuContext;
+pub use tessera_gpu::repr;
 
 pub use session::{DeviceTensor, WgpuInput, WgpuOptions, WgpuSession};
 pub use tessera_core::plan::{DeviceMemory, PlanReport, Trace, Transfers};

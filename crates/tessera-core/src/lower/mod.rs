@@ -17,7 +17,7 @@ mod reduce;
 mod shape;
 
 use crate::model::quantization::QuantizedExecution;
-use crate::plan::{Constant, ConstantData, KernelOp, MemoryPlan, Plan, Role, Step, Value, ValueId};
+use crate::plan::{Constant, ConstantData, KernelOp, Plan, Role, Step, Value, ValueId};
 use crate::{DType, Error, Result};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -367,14 +367,12 @@ impl<'a> Builder<'a> {
                     .ok_or_else(|| Error::Internal(format!("input {o:?} was not planned")))
             })
             .collect::<Result<Vec<_>>>()?;
-        let memory = MemoryPlan::build(&self.values, &self.steps, &output_ids)?;
         let plan = Plan {
             values: self.values,
             constants: self.constants,
             steps: self.steps,
             inputs: input_ids,
             outputs: output_ids,
-            memory,
         };
         plan.validate()?;
         Ok(plan)

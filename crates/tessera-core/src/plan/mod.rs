@@ -2,10 +2,11 @@
 //!
 //! A [`Plan`] is built from tract's decluttered typed model for one input signature (see
 //! [`crate::lower`]): a table of [`Value`]s with concrete shapes and dtypes, the constants a
-//! backend uploads once, the [`Step`]s in execution order (each a [`KernelOp`] with every
-//! parameter concrete), and a [`memory::MemoryPlan`] that gives every intermediate value a byte
-//! offset in one arena, shared by values that never live at the same time. Views that move no data (reshape, adding or removing unit axes) are not
-//! steps: such a value names the value whose buffer it shares in [`Value::alias_of`].
+//! backend uploads once, and the [`Step`]s in execution order (each a [`KernelOp`] with every
+//! parameter concrete). Views that move no data (reshape, adding or removing unit axes) are not
+//! steps: such a value names the value whose buffer it shares in [`Value::alias_of`]. A device
+//! backend lays the intermediate values out with [`memory::MemoryPlan`] in its own element sizes
+//! (one arena, shared by values that never live at the same time).
 //!
 //! Files: `kernel.rs` (the op enum), `shapes.rs` (shape rules, used to check plans),
 //! `memory.rs` (liveness and arena offsets), `placement.rs` (device or host per step).
@@ -124,7 +125,6 @@ pub struct Plan {
     pub inputs: Vec<ValueId>,
     /// Outputs, in order (a value may be an input or a constant too).
     pub outputs: Vec<ValueId>,
-    pub memory: MemoryPlan,
 }
 
 impl Plan {

@@ -184,7 +184,7 @@ pub fn place(
 mod tests {
     use super::*;
     use crate::DType;
-    use crate::plan::{MemoryPlan, Step, UnaryOp, Value};
+    use crate::plan::{Step, UnaryOp, Value};
 
     fn value(id: usize, role: Role) -> Value {
         Value {
@@ -226,14 +226,12 @@ mod tests {
             unary(UnaryOp::Tanh, 2, 3),
             unary(UnaryOp::Erf, 3, 4),
         ];
-        let memory = MemoryPlan::build(&values, &steps, &[ValueId(4)]).unwrap();
         Plan {
             values,
             constants: vec![],
             steps,
             inputs: vec![ValueId(0)],
             outputs: vec![ValueId(4)],
-            memory,
         }
     }
 

@@ -711,7 +711,7 @@ mod whole_plans {
     //! `execute`, `execute_traced` and `execute_step` on a small hand-made plan.
 
     use super::*;
-    use crate::plan::{MemoryPlan, UnaryOp, Value, ValueId};
+    use crate::plan::{UnaryOp, Value, ValueId};
 
     fn value(id: usize, shape: &[usize], role: Role, alias_of: Option<usize>) -> Value {
         Value {
@@ -769,14 +769,12 @@ mod whole_plans {
             ),
         ];
         let outputs = vec![ValueId(3), ValueId(4), ValueId(5)];
-        let memory = MemoryPlan::build(&values, &steps, &outputs).unwrap();
         Plan {
             values,
             constants: vec![],
             steps,
             inputs: vec![ValueId(0)],
             outputs,
-            memory,
         }
     }
 

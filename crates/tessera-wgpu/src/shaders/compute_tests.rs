@@ -8,16 +8,16 @@
 //! read back), separate from `device_tests.rs`'s because these kernels have several outputs
 //! (LstmEpilogue) and bind a tensor twice (Conv without bias).
 
+use super::tests::validate;
 use super::{Grid, Kernel, Operand, Shader, StepIo, encode, expand};
 use crate::repr;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use tessera_core::plan::shapes::{conv_output_dim, output_shapes};
 use tessera_core::plan::{
-    KernelOp, MatLayout, MemoryPlan, Plan, ReduceOp, Role, Step, Value, ValueId, Window, reference,
+    KernelOp, MatLayout, Plan, ReduceOp, Role, Step, Value, ValueId, Window, reference,
 };
 use tessera_core::{DType, Tensor, TensorData};
-use wgpu::naga;
 
 // ---------------------------------------------------------------- plan and value helpers
 
@@ -59,7 +59,6 @@ fn plan(op: &KernelOp, inputs: &[(Vec<usize>, DType)]) -> Plan {
         outputs: (first_out..values.len()).map(ValueId).collect(),
         values,
         constants: vec![],
-        memory: MemoryPlan::default(),
     }
 }
 
@@ -740,22 +739,6 @@ fn catalogue() -> Vec<(&'static str, KernelOp, Vec<Tensor>)> {
     cases
 }
 
-// ---------------------------------------------------------------- WGSL validation
-
-/// Parses and validates the expanded shader with naga, as wgpu would before compiling it.
-fn validate(shader: &Shader) -> Result<(), String> {
-    let text = expand(shader).map_err(|e| e.to_string())?;
-    let module = naga::front::wgsl::parse_str(&text)
-        .map_err(|e| format!("{}: {}", shader.name, e.emit_to_string(&text)))?;
-    naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::default(),
-    )
-    .validate(&module)
-    .map_err(|e| format!("{}: {}", shader.name, e.emit_to_string(&text)))?;
-    Ok(())
-}
-
 fn inputs_of(tensors: &[Tensor]) -> Vec<(Vec<usize>, DType)> {
     tensors
         .iter()
@@ -770,7 +753,7 @@ fn every_template_validates() {
     for (name, op, tensors) in catalogue() {
         let kernel =
             encode_plan(&plan(&op, &inputs_of(&tensors))).unwrap_or_else(|e| panic!("{name}: {e}"));
-        for dispatch in &kernel.dispatches {
+        for dispatch in kernel.dispatches() {
             if checked.insert(dispatch.shader.clone())
                 && let Err(e) = validate(&dispatch.shader)
             {
@@ -792,7 +775,7 @@ fn every_template_validates() {
             axes: vec![1],
         };
         let kernel = encode_plan(&plan(&op, &[(vec![2, 3], dtype)])).unwrap();
-        validate(&kernel.dispatches[0].shader).unwrap();
+        validate(&kernel.dispatches().next().unwrap().shader).unwrap();
     }
 }
 
@@ -938,7 +921,7 @@ fn run(gpu: &Gpu, kernel: &Kernel, inputs: &[Tensor], outputs: &[usize]) -> Vec<
     let ins: Vec<wgpu::Buffer> = inputs.iter().map(|t| storage(gpu, &words(t))).collect();
     let outs: Vec<wgpu::Buffer> = outputs.iter().map(|&n| storage(gpu, &vec![0; n])).collect();
     let mut encoder = gpu.device.create_command_encoder(&Default::default());
-    for dispatch in &kernel.dispatches {
+    for dispatch in kernel.dispatches() {
         let (pipeline, layout) = pipeline(gpu, &dispatch.shader, &dispatch.bindings);
         let params = storage(gpu, &dispatch.params);
         let mut entries = vec![wgpu::BindGroupEntry {
@@ -949,7 +932,9 @@ fn run(gpu: &Gpu, kernel: &Kernel, inputs: &[Tensor], outputs: &[usize]) -> Vec<
             let buffer = match *operand {
                 Operand::Input(i) => &ins[i],
                 Operand::Output(i) => &outs[i],
-                Operand::InputRange { .. } => panic!("single-step tests bind whole inputs"),
+                Operand::InputRange { .. } | Operand::Scratch { .. } => {
+                    panic!("single-step tests bind whole inputs, and wgpu has no scratch")
+                }
             };
             entries.push(wgpu::BindGroupEntry {
                 binding: k as u32 + 1,
@@ -1079,7 +1064,7 @@ fn kernels_match_the_reference() {
 fn run_one(op: &KernelOp, tensors: &[Tensor]) -> Option<Vec<f64>> {
     let plan = plan(op, &inputs_of(tensors));
     let kernel = encode_plan(&plan).unwrap();
-    for dispatch in &kernel.dispatches {
+    for dispatch in kernel.dispatches() {
         validate(&dispatch.shader).unwrap();
     }
     let out = &plan.values[plan.outputs[0].0];

@@ -1,11 +1,9 @@
-//! Max and sum / average pooling (`pool.wgsl`), one thread per output element.
+//! Max and sum / average pooling (`pool`), one thread per output element.
 
 use super::conv::window_params;
 use super::{Dispatch, Grid, Kernel, Operand, StepIo, no_kernel, shader, word};
 use tessera_core::plan::KernelOp;
 use tessera_core::{DType, Result};
-
-const POOL: &str = include_str!("../../../../shaders/wgsl/pool.wgsl");
 
 pub(super) fn encode(op: &KernelOp, _io: &StepIo) -> Result<Kernel> {
     let (dtype, window, channels, is_max, flags) = match op {
@@ -45,8 +43,7 @@ pub(super) fn encode(op: &KernelOp, _io: &StepIo) -> Result<Kernel> {
     }
     Ok(Kernel::single(Dispatch {
         shader: shader(
-            "pool.wgsl",
-            POOL,
+            "pool",
             vec![("T", w.to_string()), ("MAX", is_max.to_string())],
         ),
         params: p,

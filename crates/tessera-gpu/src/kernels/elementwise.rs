@@ -1,5 +1,7 @@
-//! Element-wise kernels: Unary, Binary (`unary.wgsl`, `binary.wgsl`), Select (`select.wgsl`),
-//! Cast (`cast.wgsl`), and Quantize, Dequantize, LookupTable (`quantize.wgsl`).
+//! Element-wise kernels: Unary, Binary (`unary`, `binary`), Select (`select`),
+//! Cast (`cast`), and Quantize, Dequantize, LookupTable (`quantize`).
+//!
+//! The `EXPR` defines are written in WGSL's spelling (see [`super`]).
 
 use super::{
     Dispatch, Grid, Kernel, Operand, StepIo, no_kernel, output_len, params, shader, strides, word,
@@ -7,12 +9,6 @@ use super::{
 use crate::repr;
 use tessera_core::plan::{BinaryOp, KernelOp, UnaryOp};
 use tessera_core::{DType, Error, Result};
-
-const UNARY: &str = include_str!("../../../../shaders/wgsl/unary.wgsl");
-const BINARY: &str = include_str!("../../../../shaders/wgsl/binary.wgsl");
-const SELECT: &str = include_str!("../../../../shaders/wgsl/select.wgsl");
-const CAST: &str = include_str!("../../../../shaders/wgsl/cast.wgsl");
-const QUANTIZE: &str = include_str!("../../../../shaders/wgsl/quantize.wgsl");
 
 pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
     match op {
@@ -123,8 +119,7 @@ fn unary(
     p.push(extra);
     Ok(Kernel::single(Dispatch {
         shader: shader(
-            "unary.wgsl",
-            UNARY,
+            "unary",
             vec![
                 ("IN", input.into()),
                 ("OUT", output.into()),
@@ -146,6 +141,8 @@ fn binary_expr(op: BinaryOp, w: &str) -> Option<&'static str> {
         BinaryOp::Sub => "a - b",
         BinaryOp::Mul => "a * b",
         BinaryOp::Div => "a / b",
+        // WGSL's `%` on floats truncates like C's fmodf; C has no `%` on floats.
+        BinaryOp::Rem if float => "fmod_f32(a, b)",
         BinaryOp::Rem => "a % b",
         BinaryOp::Pow if float => "pow_f32(a, b)",
         BinaryOp::Pow if w == "i32" => "pow_i32(a, b)",
@@ -194,8 +191,7 @@ fn binary(
     p.extend(params(strides(b_shape, true))?);
     Ok(Kernel::single(Dispatch {
         shader: shader(
-            "binary.wgsl",
-            BINARY,
+            "binary",
             vec![
                 ("A", w.into()),
                 ("OUT", out_word.into()),
@@ -233,7 +229,7 @@ fn select(
         p.extend(params(strides(shape, true))?);
     }
     Ok(Kernel::single(Dispatch {
-        shader: shader("select.wgsl", SELECT, vec![]),
+        shader: shader("select", vec![]),
         params: p,
         bindings: vec![
             Operand::Input(0),
@@ -277,8 +273,7 @@ fn cast(from: DType, to: DType, io: &StepIo) -> Result<Kernel> {
     let n = output_len(io);
     Ok(Kernel::single(Dispatch {
         shader: shader(
-            "cast.wgsl",
-            CAST,
+            "cast",
             vec![
                 ("IN", source.into()),
                 ("OUT", target.into()),
@@ -291,7 +286,7 @@ fn cast(from: DType, to: DType, io: &StepIo) -> Result<Kernel> {
     }))
 }
 
-/// One `quantize.wgsl` dispatch: `y = EXPR(x)` over the output's elements, with `extra`
+/// One `quantize` dispatch: `y = EXPR(x)` over the output's elements, with `extra`
 /// parameters after the element count.
 fn quantize_dispatch(
     io: &StepIo,
@@ -305,8 +300,7 @@ fn quantize_dispatch(
     p.extend(extra);
     Ok(Kernel::single(Dispatch {
         shader: shader(
-            "quantize.wgsl",
-            QUANTIZE,
+            "quantize",
             vec![
                 ("IN", input.into()),
                 ("OUT", output.into()),

@@ -1,7 +1,7 @@
 //! Data movement kernels: Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample
-//! (`transpose.wgsl`, `slice.wgsl`, `concat.wgsl`, `gather.wgsl`, `pad.wgsl`, `broadcast.wgsl`,
-//! `upsample.wgsl`), and the indexing ops GatherElements, ScatterElements, Trilu, OneHot
-//! (`gather_elements.wgsl`, `scatter_elements.wgsl`, `trilu.wgsl`, `onehot.wgsl`).
+//! (`transpose`, `slice`, `concat`, `gather`, `pad`, `broadcast`,
+//! `upsample`), and the indexing ops GatherElements, ScatterElements, Trilu, OneHot
+//! (`gather_elements`, `scatter_elements`, `trilu`, `onehot`).
 //!
 //! A word is a word: these kernels copy 32-bit words without looking at them, so every dtype
 //! shares one `u32` pipeline per shader. Only Pad's and OneHot's constants depend on the dtype;
@@ -12,18 +12,6 @@ use super::{Dispatch, Grid, Kernel, Operand, StepIo, params, shader, strides, wo
 use crate::repr;
 use tessera_core::plan::{KernelOp, PadMode, ScatterReduction};
 use tessera_core::{DType, Error, Result};
-
-const TRANSPOSE: &str = include_str!("../../../../shaders/wgsl/transpose.wgsl");
-const SLICE: &str = include_str!("../../../../shaders/wgsl/slice.wgsl");
-const CONCAT: &str = include_str!("../../../../shaders/wgsl/concat.wgsl");
-const GATHER: &str = include_str!("../../../../shaders/wgsl/gather.wgsl");
-const PAD: &str = include_str!("../../../../shaders/wgsl/pad.wgsl");
-const BROADCAST: &str = include_str!("../../../../shaders/wgsl/broadcast.wgsl");
-const UPSAMPLE: &str = include_str!("../../../../shaders/wgsl/upsample.wgsl");
-const GATHER_ELEMENTS: &str = include_str!("../../../../shaders/wgsl/gather_elements.wgsl");
-const SCATTER_ELEMENTS: &str = include_str!("../../../../shaders/wgsl/scatter_elements.wgsl");
-const TRILU: &str = include_str!("../../../../shaders/wgsl/trilu.wgsl");
-const ONEHOT: &str = include_str!("../../../../shaders/wgsl/onehot.wgsl");
 
 pub(super) fn encode(op: &KernelOp, _io: &StepIo) -> Result<Kernel> {
     match op {
@@ -120,9 +108,9 @@ fn bad(op: &str, why: impl std::fmt::Display) -> Error {
 }
 
 /// A one-dispatch kernel reading input 0 and writing output 0, one thread per output word.
-fn copy_kernel(name: &'static str, source: &'static str, p: Vec<u32>, n: usize) -> Result<Kernel> {
+fn copy_kernel(name: &'static str, p: Vec<u32>, n: usize) -> Result<Kernel> {
     Ok(Kernel::single(Dispatch {
-        shader: shader(name, source, vec![]),
+        shader: shader(name, vec![]),
         params: p,
         bindings: vec![Operand::Input(0), Operand::Output(0)],
         grid: Grid::Threads(n),
@@ -147,7 +135,7 @@ fn transpose(dtype: DType, input_shape: &[usize], perm: &[usize]) -> Result<Kern
     let mut p = params([n, rank])?;
     p.extend(params(perm.iter().map(|&a| input_shape[a]))?);
     p.extend(params(perm.iter().map(|&a| source[a]))?);
-    copy_kernel("transpose.wgsl", TRANSPOSE, p, n)
+    copy_kernel("transpose", p, n)
 }
 
 /// The product of `shape[..axis]`, `shape[axis]` and the product of `shape[axis + 1..]`.
@@ -180,12 +168,7 @@ fn slice(
     }
     let len = (end - start).div_ceil(step);
     let n = outer * len * inner;
-    copy_kernel(
-        "slice.wgsl",
-        SLICE,
-        params([n, inner, len, dim, start, step])?,
-        n,
-    )
+    copy_kernel("slice", params([n, inner, len, dim, start, step])?, n)
 }
 
 /// One dispatch per input, each copying its slab into the output: a shader binds a few
@@ -211,7 +194,7 @@ fn concat(dtype: DType, axis: usize, input_shapes: &[Vec<usize>]) -> Result<Kern
         // `total * inner`, starting `offset` words in.
         if n > 0 {
             dispatches.push(Dispatch {
-                shader: shader("concat.wgsl", CONCAT, vec![]),
+                shader: shader("concat", vec![]),
                 params: params([n, dim * inner, total * inner, offset])?,
                 bindings: vec![Operand::Input(k), Operand::Output(0)],
                 grid: Grid::Threads(n),
@@ -219,7 +202,7 @@ fn concat(dtype: DType, axis: usize, input_shapes: &[Vec<usize>]) -> Result<Kern
         }
         offset += dim * inner;
     }
-    Ok(Kernel { dispatches })
+    Ok(Kernel::of(dispatches))
 }
 
 /// Whether integer index words are signed (1) or not (0): i64 indices are i32 words on the
@@ -230,7 +213,7 @@ fn index_signedness(index_dtype: DType, op: &str) -> Result<usize> {
         "u32" if index_dtype != DType::Bool => Ok(0),
         _ => Err(Error::UnsupportedDtype {
             dtype: index_dtype.to_string(),
-            context: format!("{op} indices on wgpu"),
+            context: format!("{op} indices on a GPU"),
         }),
     }
 }
@@ -250,7 +233,7 @@ fn gather(
     let count: usize = indices_shape.iter().product();
     let n = outer * count * inner;
     Ok(Kernel::single(Dispatch {
-        shader: shader("gather.wgsl", GATHER, vec![]),
+        shader: shader("gather", vec![]),
         params: params([n, inner, count, dim, signed])?,
         bindings: vec![Operand::Input(0), Operand::Input(1), Operand::Output(0)],
         grid: Grid::Threads(n),
@@ -309,7 +292,7 @@ fn pad(
     p.extend(params(input_shape.iter().copied())?);
     p.extend(params(strides(input_shape, false))?);
     p.extend(params(pads.iter().map(|&(before, _)| before))?);
-    copy_kernel("pad.wgsl", PAD, p, n)
+    copy_kernel("pad", p, n)
 }
 
 fn broadcast(dtype: DType, input_shape: &[usize], output_shape: &[usize]) -> Result<Kernel> {
@@ -330,7 +313,7 @@ fn broadcast(dtype: DType, input_shape: &[usize], output_shape: &[usize]) -> Res
     let mut p = params([n, rank])?;
     p.extend(params(output_shape.iter().copied())?);
     p.extend(params(strides(input_shape, true))?);
-    copy_kernel("broadcast.wgsl", BROADCAST, p, n)
+    copy_kernel("broadcast", p, n)
 }
 
 fn upsample(dtype: DType, input_shape: &[usize], scales: &[usize]) -> Result<Kernel> {
@@ -345,7 +328,7 @@ fn upsample(dtype: DType, input_shape: &[usize], scales: &[usize]) -> Result<Ker
     p.extend(params(out_shape.iter().copied())?);
     p.extend(params(scales.iter().copied())?);
     p.extend(params(strides(input_shape, false))?);
-    copy_kernel("upsample.wgsl", UPSAMPLE, p, n)
+    copy_kernel("upsample", p, n)
 }
 
 /// Checks GatherElements / ScatterElements shapes: same rank, `axis` in range, the indices no
@@ -389,7 +372,7 @@ fn gather_elements(
     p.extend(params(indices_shape.iter().copied())?);
     p.extend(params(strides(data_shape, false))?);
     Ok(Kernel::single(Dispatch {
-        shader: shader("gather_elements.wgsl", GATHER_ELEMENTS, vec![]),
+        shader: shader("gather_elements", vec![]),
         params: p,
         bindings: vec![Operand::Input(0), Operand::Input(1), Operand::Output(0)],
         grid: Grid::Threads(n),
@@ -441,7 +424,7 @@ fn scatter_elements(
         ("WRAP", wrap.to_string()),
     ];
     Ok(Kernel::single(Dispatch {
-        shader: shader("scatter_elements.wgsl", SCATTER_ELEMENTS, defines),
+        shader: shader("scatter_elements", defines),
         params: p,
         bindings: vec![
             Operand::Input(0),
@@ -461,7 +444,7 @@ fn trilu(dtype: DType, shape: &[usize], upper: bool) -> Result<Kernel> {
     }
     let n: usize = shape.iter().product();
     Ok(Kernel::single(Dispatch {
-        shader: shader("trilu.wgsl", TRILU, vec![]),
+        shader: shader("trilu", vec![]),
         params: params([n, shape[rank - 2], shape[rank - 1], usize::from(upper)])?,
         bindings: vec![Operand::Input(0), Operand::Input(1), Operand::Output(0)],
         grid: Grid::Threads(n),
@@ -493,7 +476,7 @@ fn one_hot(
     p.push(fill_word(dtype, off)?);
     p.push(fill_word(dtype, on)?);
     Ok(Kernel::single(Dispatch {
-        shader: shader("onehot.wgsl", ONEHOT, vec![]),
+        shader: shader("onehot", vec![]),
         params: p,
         bindings: vec![Operand::Input(0), Operand::Output(0)],
         grid: Grid::Threads(n),

@@ -1,7 +1,8 @@
 //! How each Tessera element type is held on the device.
 //!
-//! The cuda backend holds tensors exactly as the wgpu backend does (its kernels are the same
-//! families with the same parameters): every element takes one 32-bit word on the device:
+//! WGSL has 32-bit scalars only (`f32`, `i32`, `u32`; no 8-, 16- or 64-bit integers, no `f64`),
+//! so every element takes one 32-bit word on the device; the cuda backend holds tensors the same
+//! way, so both run the same kernels with the same parameters:
 //!
 //! | Tessera type | device word | notes |
 //! |---|---|---|
@@ -11,11 +12,12 @@
 //! | i64 | `i32` | narrowed on upload: runtime inputs outside the i32 range are an error; constants saturate (so `i64::MAX` "to the end" sentinels stay sentinels); widened on read-back. Arithmetic wraps at 32 bits. |
 //! | u32, u16, u8 | `u32` | results of 8/16-bit arithmetic wrap to their width |
 //! | bool | `u32` | 0 or 1 |
-//! | f64, u64 | — | not supported on cuda: placement names the step (their steps can fall back to the host) |
+//! | f64, u64 | — | not held: placement names the step (with fallback allowed, it runs on the host) |
 
 use tessera_core::DType;
 
-/// The word type (`common.cuh`) that holds one element of `dtype`, or `None` when cuda cannot hold it.
+/// The word type (`f32`, `i32`, `u32`) that holds one element of `dtype`, or `None` when a GPU
+/// backend cannot hold it.
 pub fn word(dtype: DType) -> Option<&'static str> {
     match dtype {
         DType::F32 | DType::F16 => Some("f32"),
@@ -25,7 +27,7 @@ pub fn word(dtype: DType) -> Option<&'static str> {
     }
 }
 
-/// The function (from `common.cuh`) that wraps an integer result to the width of `dtype`,
+/// The function (in `common.wgsl` and `common.cuh`) that wraps an integer result to the width of `dtype`,
 /// or `""` when the 32-bit word already has the right width. Use it as `{{WRAP}}(expr)`.
 pub fn wrap(dtype: DType) -> &'static str {
     match dtype {
@@ -77,8 +79,8 @@ pub fn to_words(data: &TensorData, narrowing: Narrowing, what: &str) -> Result<V
                     }
                     (Err(_), Narrowing::Checked) => {
                         return Err(Error::InputMismatch(format!(
-                            "{what} holds the int64 value {x}, outside the 32-bit range the cuda backend \
-                             holds int64 tensors in"
+                            "{what} holds the int64 value {x}, outside the 32-bit range GPU backends hold \
+                             int64 tensors in (every element is one 32-bit word)"
                         )));
                     }
                 };
@@ -89,7 +91,7 @@ pub fn to_words(data: &TensorData, narrowing: Narrowing, what: &str) -> Result<V
         TensorData::F64(_) | TensorData::U64(_) => {
             return Err(Error::UnsupportedDtype {
                 dtype: data.dtype().to_string(),
-                context: format!("{what} on cuda (held as 32-bit words)"),
+                context: format!("{what} on a GPU (every element is one 32-bit word)"),
             });
         }
     })
@@ -117,7 +119,7 @@ pub fn from_words(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Result<Tenso
         DType::F64 | DType::U64 => {
             return Err(Error::UnsupportedDtype {
                 dtype: dtype.to_string(),
-                context: "cuda tensors (held as 32-bit words)".into(),
+                context: "GPU tensors (held as 32-bit words)".into(),
             });
         }
     };

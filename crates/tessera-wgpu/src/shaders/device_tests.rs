@@ -8,8 +8,7 @@ use super::{Grid, Kernel, Operand, StepIo, encode, expand};
 use crate::repr;
 use std::sync::OnceLock;
 use tessera_core::plan::{
-    KernelOp, MemoryPlan, PadMode, Plan, Role, ScatterReduction, Step, Value, ValueId, reference,
-    shapes,
+    KernelOp, PadMode, Plan, Role, ScatterReduction, Step, Value, ValueId, reference, shapes,
 };
 use tessera_core::{DType, Tensor, TensorData};
 use wgpu::util::DeviceExt;
@@ -74,7 +73,7 @@ fn run_kernel(kernel: &Kernel, inputs: &[Vec<u32>], out_len: usize) -> Option<Ve
     // Outputs start as a pattern no kernel writes by accident.
     let output = storage(device, &vec![0xdead_beef; out_len]);
     let mut encoder = device.create_command_encoder(&Default::default());
-    for dispatch in &kernel.dispatches {
+    for dispatch in kernel.dispatches() {
         let source = expand(&dispatch.shader).expect("expand");
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(dispatch.shader.name),
@@ -98,7 +97,9 @@ fn run_kernel(kernel: &Kernel, inputs: &[Vec<u32>], out_len: usize) -> Option<Ve
                 Operand::Input(i) => &inputs[i],
                 Operand::Output(0) => &output,
                 Operand::Output(i) => panic!("output {i}: these tests read one output"),
-                Operand::InputRange { .. } => panic!("single-step tests bind whole inputs"),
+                Operand::InputRange { .. } | Operand::Scratch { .. } => {
+                    panic!("single-step tests bind whole inputs, and wgpu has no scratch")
+                }
             };
             entries.push(wgpu::BindGroupEntry {
                 binding: k as u32 + 1,
@@ -181,14 +182,12 @@ fn run_both(op: &KernelOp, inputs: &[Tensor]) -> (TensorData, Option<TensorData>
         inputs: (0..inputs.len()).map(ValueId).collect(),
         outputs: vec![out_id],
     }];
-    let memory = MemoryPlan::build(&values, &steps, &[out_id]).expect("memory plan");
     let plan = Plan {
         values: values.clone(),
         constants: vec![],
         steps,
         inputs: (0..inputs.len()).map(ValueId).collect(),
         outputs: vec![out_id],
-        memory,
     };
     let expected = reference::execute(&plan, inputs)
         .unwrap_or_else(|e| panic!("{}: reference: {e}", op.name()))

@@ -1,24 +1,20 @@
-//! Convolution: channels-first convolutions as im2col (`im2col.cu`, skipped for 1x1 kernels
-//! that read x as it is) + one cuBLAS strided-batched GEMM per image over the groups + `bias.cu`;
-//! channels-last ones directly (`conv.cu`). Transposed convolution: `conv_transpose.cu`, one
-//! thread per output element. Pooling (`pool.rs`) shares their window parameters.
+//! Convolution: with a GEMM library, channels-first convolutions as im2col (`im2col`, skipped
+//! for 1x1 kernels that read x as it is) + one strided-batched GEMM per image over the groups +
+//! `bias`; otherwise (and channels-last) `conv`, each thread a block of outputs. Transposed
+//! convolution: `conv_transpose`, one thread per output element. Pooling (`pool.rs`) shares
+//! their window parameters.
 
 use super::{
-    Dispatch, Gemm, GemmMatrix, Grid, Kernel, Launch, Operand, StepIo, no_kernel, params, shader,
-    u32_param,
+    Dispatch, Gemm, GemmMatrix, Grid, Kernel, Launch, Operand, StepIo, Target, no_kernel, params,
+    shader, u32_param,
 };
 use tessera_core::plan::{KernelOp, Window};
 use tessera_core::{DType, Error, Result};
 
-const CONV: &str = include_str!("../../../../shaders/cuda/conv.cu");
-const CONV_TRANSPOSE: &str = include_str!("../../../../shaders/cuda/conv_transpose.cu");
-const IM2COL: &str = include_str!("../../../../shaders/cuda/im2col.cu");
-const BIAS: &str = include_str!("../../../../shaders/cuda/bias.cu");
-
 /// Spatial axes the shaders loop over; fewer are padded with unit axes in front.
 const SPATIAL_AXES: usize = 3;
 
-/// The parameters `conv.cu`, `conv_transpose.cu` and `pool.cu` share:
+/// The parameters `conv`, `conv_transpose` and `pool` share:
 /// `[total, channels, in_per_group, out_per_group, kernel_size, channels_last,
 /// output_spatial_size, x_batch_stride, x_channel_stride, extra]`, then per axis d, h, w:
 /// `[input, output, kernel, stride, dilation, pad_before, x_stride, pad_after]`. `channels` is the
@@ -84,8 +80,8 @@ pub(super) fn window_params(
     Ok(Some(p))
 }
 
-pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
-    let (source, name, dtype, window, in_channels, out_channels, group, has_bias) = match op {
+pub(super) fn encode(op: &KernelOp, io: &StepIo, target: &Target) -> Result<Kernel> {
+    let (name, dtype, window, in_channels, out_channels, group, has_bias) = match op {
         KernelOp::Conv {
             dtype,
             window,
@@ -94,8 +90,7 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
             group,
             has_bias,
         } => (
-            CONV,
-            "conv.cu",
+            "conv",
             dtype,
             window,
             in_channels,
@@ -112,8 +107,7 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
             has_bias,
             ..
         } => (
-            CONV_TRANSPOSE,
-            "conv_transpose.cu",
+            "conv_transpose",
             dtype,
             window,
             in_channels,
@@ -148,14 +142,15 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
         // Something must be bound: x again, which bias_mode 0 never reads.
         _ => (0, Operand::Input(0)),
     };
-    let groups = (in_channels / group, out_channels / group);
-    if name == "conv.cu"
+    if target.gemm
+        && name == "conv"
         && !window.channels_last
         && let Some(kernel) = im2col_gemm(window, in_channels, out_channels, group, bias_mode)?
     {
         return Ok(kernel);
     }
-    let Some(p) = window_params(window, in_channels, out_channels, groups, bias_mode)? else {
+    let groups = (in_channels / group, out_channels / group);
+    let Some(mut p) = window_params(window, in_channels, out_channels, groups, bias_mode)? else {
         return Err(no_kernel(op));
     };
     let total = p[0] as usize;
@@ -163,9 +158,19 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
         return Ok(Kernel::default());
     }
     u32_param(io.inputs.first().map_or(0, |x| x.len()))?;
-    let threads = total;
+    let mut defines = vec![];
+    let mut threads = total;
+    if name == "conv" {
+        // A thread computes `block` channels of one group times 4 positions along the last
+        // spatial axis.
+        let block = if groups.1.is_multiple_of(4) { 4 } else { 1 };
+        let out_w = window.output.last().copied().unwrap_or(1);
+        threads = total / out_w / block * out_w.div_ceil(4);
+        p[0] = u32_param(threads)?;
+        defines.push(("OCB", format!("{block}u")));
+    }
     Ok(Kernel::single(Dispatch {
-        shader: shader(name, source, vec![]),
+        shader: shader(name, defines),
         params: p,
         bindings: vec![
             Operand::Input(0),
@@ -227,7 +232,7 @@ fn im2col_gemm(
             p.extend(params(list.iter().copied())?);
         }
         launches.push(Launch::Kernel(Dispatch {
-            shader: shader("im2col.cu", IM2COL, vec![]),
+            shader: shader("im2col", vec![]),
             params: p,
             bindings: vec![Operand::Input(0), Operand::Scratch { start: 0 }],
             grid: Grid::Threads(total as usize),
@@ -282,7 +287,7 @@ fn im2col_gemm(
     if bias_mode != 0 {
         let outputs = batch * out_channels * positions;
         launches.push(Launch::Kernel(Dispatch {
-            shader: shader("bias.cu", BIAS, vec![]),
+            shader: shader("bias", vec![]),
             params: params([
                 outputs,
                 positions,
@@ -294,7 +299,7 @@ fn im2col_gemm(
         }));
     }
     Ok(Some(Kernel {
-        dispatches: launches,
+        launches,
         scratch_words,
     }))
 }

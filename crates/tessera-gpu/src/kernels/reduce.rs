@@ -1,5 +1,5 @@
-//! Reductions and normalizations: Reduce (`reduce.wgsl`), Softmax (`softmax.wgsl`), RmsNorm
-//! (`norm.wgsl`), Lrn (`lrn.wgsl`) and the LSTM cell's tail (`lstm.wgsl`).
+//! Reductions and normalizations: Reduce (`reduce`), Softmax (`softmax`), RmsNorm
+//! (`norm`), Lrn (`lrn`) and the LSTM cell's tail (`lstm`).
 //!
 //! The row kernels (Reduce, Softmax, RmsNorm) see the tensor as rows: one row per element of
 //! the reduced shape, holding the elements over the reduced axes. Axes are merged first (runs of
@@ -9,12 +9,6 @@ use super::{Dispatch, Grid, Kernel, Operand, StepIo, no_kernel, params, shader, 
 use crate::repr;
 use tessera_core::plan::{KernelOp, ReduceOp};
 use tessera_core::{DType, Error, Result};
-
-const REDUCE: &str = include_str!("../../../../shaders/wgsl/reduce.wgsl");
-const SOFTMAX: &str = include_str!("../../../../shaders/wgsl/softmax.wgsl");
-const NORM: &str = include_str!("../../../../shaders/wgsl/norm.wgsl");
-const LRN: &str = include_str!("../../../../shaders/wgsl/lrn.wgsl");
-const LSTM: &str = include_str!("../../../../shaders/wgsl/lstm.wgsl");
 
 /// Threads of a row kernel's workgroup.
 const GROUP_SIZE: usize = 64;
@@ -37,7 +31,7 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
         } => {
             float(op, *dtype)?;
             row_kernel(
-                shader("softmax.wgsl", SOFTMAX, vec![]),
+                shader("softmax", vec![]),
                 &Rows::new(shape, axes)?,
                 u32::from(*log),
             )
@@ -50,7 +44,7 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
         } => {
             float(op, *dtype)?;
             row_kernel(
-                shader("norm.wgsl", NORM, vec![]),
+                shader("norm", vec![]),
                 &Rows::new(shape, &[*axis])?,
                 eps.to_bits(),
             )
@@ -76,7 +70,7 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
             let mut p = params([total, shape[1], shape[2..].iter().product(), *size])?;
             p.extend([alpha.to_bits(), beta.to_bits(), bias.to_bits()]);
             Ok(Kernel::single(Dispatch {
-                shader: shader("lrn.wgsl", LRN, vec![]),
+                shader: shader("lrn", vec![]),
                 params: p,
                 bindings: vec![Operand::Input(0), Operand::Output(0)],
                 grid: Grid::Threads(total),
@@ -94,7 +88,7 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
                 return Ok(Kernel::default());
             }
             Ok(Kernel::single(Dispatch {
-                shader: shader("lstm.wgsl", LSTM, vec![]),
+                shader: shader("lstm", vec![]),
                 params: params([total, *hidden])?,
                 bindings: vec![
                     Operand::Input(0),
@@ -232,8 +226,7 @@ fn reduce(
     let wrap = if arithmetic { repr::wrap(dtype) } else { "" };
     row_kernel(
         shader(
-            "reduce.wgsl",
-            REDUCE,
+            "reduce",
             vec![
                 ("T", w.to_string()),
                 ("OUT", out.to_string()),
