@@ -183,6 +183,8 @@ pub fn unary_and_binary_shaders_validate(c: &KernelCheck) {
         UnaryOp::Erf,
         UnaryOp::Silu,
         UnaryOp::GeluExact,
+        UnaryOp::GeluTanh { square: false },
+        UnaryOp::GeluTanh { square: true },
         UnaryOp::HardSwish,
         UnaryOp::Sin,
         UnaryOp::Cos,

@@ -24,6 +24,8 @@ pub struct Run {
     encoder: Option<wgpu::CommandEncoder>,
     pass: Option<wgpu::ComputePass<'static>>,
     scope: wgpu::ErrorScopeGuard,
+    /// Work was submitted since the device was last waited for.
+    in_flight: bool,
 }
 
 fn run_error(message: impl Into<String>) -> Error {
@@ -56,7 +58,16 @@ impl GpuContext {
         drop(run.pass.take());
         if let Some(encoder) = run.encoder.take() {
             self.queue.submit([encoder.finish()]);
+            run.in_flight = true;
         }
+    }
+
+    /// Waits for what `run` submitted, if anything is in flight.
+    fn wait_for(&self, run: &mut Run) -> Result<()> {
+        if std::mem::take(&mut run.in_flight) {
+            self.wait()?;
+        }
+        Ok(())
     }
 
     /// A `MAP_READ` buffer of at least `bytes` bytes, from the pool when one is free.
@@ -218,6 +229,7 @@ impl Gpu for GpuContext {
             encoder: None,
             pass: None,
             scope: self.device.push_error_scope(wgpu::ErrorFilter::Validation),
+            in_flight: false,
         })
     }
 
@@ -268,7 +280,7 @@ impl Gpu for GpuContext {
 
     async fn sync(&self, run: &mut Run) -> Result<()> {
         self.submit(run);
-        self.wait()
+        self.wait_for(run)
     }
 
     async fn read(
@@ -299,6 +311,8 @@ impl Gpu for GpuContext {
             at += range.bytes;
         }
         self.submit(run);
+        // The mapping waits for the device.
+        run.in_flight = false;
         let all = map_read(self, &staging, total).await?;
         self.release_staging(staging);
         let mut at = 0;
@@ -313,9 +327,10 @@ impl Gpu for GpuContext {
 
     async fn finish(&self, mut run: Run) -> Result<()> {
         self.submit(&mut run);
+        self.wait_for(&mut run)?;
         if let Some(error) = run.scope.pop().await {
             return Err(run_error(format!("the device rejected the run: {error}")));
         }
-        self.wait()
+        Ok(())
     }
 }

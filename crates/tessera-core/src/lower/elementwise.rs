@@ -107,6 +107,11 @@ fn unary_op(
     if let Some(op) = mini.downcast_ref::<nn::LeakyRelu>() {
         return Some(UnaryOp::LeakyRelu { alpha: op.alpha });
     }
+    if let Some(op) = mini.downcast_ref::<nn::GeluApproximate>() {
+        return Some(UnaryOp::GeluTanh {
+            square: op.fast_impl,
+        });
+    }
     if let Some(op) = mini.downcast_ref::<math::PowConst>() {
         return Some(UnaryOp::PowConst {
             exponent: op.exponent,

@@ -31,6 +31,12 @@ pub enum UnaryOp {
     Silu,
     /// `0.5 x (1 + erf(x / sqrt 2))`.
     GeluExact,
+    /// `0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))` (GELU's tanh form, ONNX
+    /// `Gelu(approximate="tanh")`, which tract also finds in its element-wise spelling); with
+    /// `square`, `x^2` in place of `x^3` (tract's fast form).
+    GeluTanh {
+        square: bool,
+    },
     /// `x * relu6(x + 3) / 6`.
     HardSwish,
     Sin,

@@ -71,6 +71,13 @@ fn unary_expr(op: UnaryOp, w: &str) -> Option<&'static str> {
         UnaryOp::Erf => "erf_f32(v)",
         UnaryOp::Silu => "v * sigmoid_f32(v)",
         UnaryOp::GeluExact => "0.5 * v * (1.0 + erf_f32(v * 0.70710678118654752))",
+        // sqrt(2 / pi) = 0.7978845608028654.
+        UnaryOp::GeluTanh { square: false } => {
+            "0.5 * v * (1.0 + tanh_f32(0.7978845608028654 * (v + 0.044715 * v * v * v)))"
+        }
+        UnaryOp::GeluTanh { square: true } => {
+            "0.5 * v * (1.0 + tanh_f32(0.7978845608028654 * (v + 0.044715 * v * v)))"
+        }
         UnaryOp::HardSwish => "v * clamp(v + 3.0, 0.0, 6.0) / 6.0",
         UnaryOp::Sin => "sin(v)",
         UnaryOp::Cos => "cos(v)",

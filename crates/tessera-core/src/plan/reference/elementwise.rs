@@ -40,6 +40,10 @@ fn float_fn(op: UnaryOp) -> Option<fn(f64, f64) -> f64> {
         UnaryOp::Erf => |x, _| erf(x),
         UnaryOp::Silu => |x, _| x * sigmoid(x),
         UnaryOp::GeluExact => |x, _| 0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2)),
+        UnaryOp::GeluTanh { .. } => |x, power| {
+            let inner = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x.powf(power));
+            0.5 * x * (1.0 + inner.tanh())
+        },
         UnaryOp::HardSwish => |x, _| x * (x + 3.0).clamp(0.0, 6.0) / 6.0,
         UnaryOp::Sin => |x, _| x.sin(),
         UnaryOp::Cos => |x, _| x.cos(),
@@ -67,6 +71,13 @@ pub(super) fn unary(op: UnaryOp, x: Arg, out_dtype: DType) -> Result<TensorData>
     let param = match op {
         UnaryOp::LeakyRelu { alpha } => alpha as f64,
         UnaryOp::PowConst { exponent } => exponent as f64,
+        UnaryOp::GeluTanh { square } => {
+            if square {
+                2.0
+            } else {
+                3.0
+            }
+        }
         _ => 0.0,
     };
     if dtype.is_float() {
