@@ -408,6 +408,26 @@ pub fn shape_shaders_validate(c: &KernelCheck) {
 
 pub fn indexing_shaders_validate(c: &KernelCheck) {
     let (data, indices): (&[usize], &[usize]) = (&[2, 3, 4], &[2, 5, 3]);
+    // GatherND: rows of two coordinates (no batch axis), and of one within each batch.
+    for (indices_shape, batch_dims, out) in [
+        (&[5usize, 2][..], 0, &[5usize, 4][..]),
+        (&[2, 6, 1][..], 1, &[2, 6, 4][..]),
+    ] {
+        for (dtype, index_dtype) in [(DType::F32, DType::I64), (DType::U8, DType::I32)] {
+            let op = KernelOp::GatherNd {
+                dtype,
+                data_shape: data.to_vec(),
+                indices_shape: indices_shape.to_vec(),
+                index_dtype,
+                batch_dims,
+            };
+            c.check(
+                &op,
+                &[(data, dtype), (indices_shape, index_dtype)],
+                &[(out, dtype)],
+            );
+        }
+    }
     for dtype in DTYPES {
         for index_dtype in [DType::I64, DType::I32, DType::U8] {
             let op = KernelOp::GatherElements {

@@ -1,6 +1,6 @@
 //! Data movement: tract's `AxisOp` (views, or a transpose for `Move`), `Slice`, `Downsample`,
 //! `TypedConcat`, `Gather`, `Pad`, `MultiBroadcastTo`, `NearestUpsample` and `FiniteReshape`;
-//! and the indexing ops `GatherElements`, `ScatterElements`, `Trilu` and `OneHot`.
+//! and the indexing ops `GatherElements`, `GatherNd`, `ScatterElements`, `Trilu` and `OneHot`.
 //!
 //! Anything that keeps the bytes in order (reshapes, adding or removing unit axes, moving a unit
 //! axis, a slice covering the whole axis) becomes a view, never a copy.
@@ -13,8 +13,9 @@ use tract_onnx::prelude::TypedNode;
 use tract_onnx::tract_core::internal::DimLike;
 use tract_onnx::tract_core::ops::Downsample;
 use tract_onnx::tract_core::ops::array::{
-    FiniteReshape, Gather, GatherElements, MultiBroadcastTo, OneHot, Pad, PadMode as TractPadMode,
-    ScatterElements, ScatterReduction as TractScatterReduction, Slice, Trilu, TypedConcat,
+    FiniteReshape, Gather, GatherElements, GatherNd, MultiBroadcastTo, OneHot, Pad,
+    PadMode as TractPadMode, ScatterElements, ScatterReduction as TractScatterReduction, Slice,
+    Trilu, TypedConcat,
 };
 use tract_onnx::tract_core::ops::change_axes::AxisOp;
 use tract_onnx::tract_core::ops::nn::NearestUpsample;
@@ -30,6 +31,7 @@ pub(super) fn register(registry: &mut Registry) {
     registry.add::<MultiBroadcastTo>(broadcast);
     registry.add::<NearestUpsample>(upsample);
     registry.add::<GatherElements>(gather_elements);
+    registry.add::<GatherNd>(gather_nd);
     registry.add::<ScatterElements>(scatter_elements);
     registry.add::<Trilu>(trilu);
     registry.add::<OneHot>(one_hot);
@@ -190,6 +192,24 @@ fn gather_elements(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowerin
         indices_shape: indices.shape.clone(),
         index_dtype: indices.dtype,
         axis: op.axis,
+    };
+    Ok(Some(Lowering::step(kernel, facts)))
+}
+
+fn gather_nd(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
+    let Some(op) = node.op_as::<GatherNd>() else {
+        return Ok(None);
+    };
+    if facts.inputs.len() != 2 {
+        return Ok(None);
+    }
+    let (data, indices) = (facts.input(0)?, facts.input(1)?);
+    let kernel = KernelOp::GatherNd {
+        dtype: data.dtype,
+        data_shape: data.shape.clone(),
+        indices_shape: indices.shape.clone(),
+        index_dtype: indices.dtype,
+        batch_dims: op.batch_dims,
     };
     Ok(Some(Lowering::step(kernel, facts)))
 }

@@ -353,6 +353,18 @@ pub enum KernelOp {
         index_dtype: DType,
         axis: usize,
     },
+    /// ONNX `GatherND`: each row `p` of `indices` (every axis but the last) holds `k` (its last
+    /// dim) coordinates into data axes `batch_dims..batch_dims + k`, and `out[p, t]` is the data
+    /// element there, `t` running over the data axes after them; the first `batch_dims` axes of
+    /// `p` are shared with the data. Inputs: `data`, `indices`. The output's shape is
+    /// `indices_shape[..last] ++ data_shape[batch_dims + k..]`.
+    GatherNd {
+        dtype: DType,
+        data_shape: Vec<usize>,
+        indices_shape: Vec<usize>,
+        index_dtype: DType,
+        batch_dims: usize,
+    },
     /// `out[c] = data[c with c[axis] = indices[c]]` for every coordinate `c` of `indices`
     /// (ONNX `GatherElements`); negative indices count from the end. Inputs: `data`, `indices`
     /// (same rank; off `axis`, `indices_shape` is at most `data_shape`). The output has

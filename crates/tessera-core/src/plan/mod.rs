@@ -141,7 +141,7 @@ impl Plan {
             .ok_or_else(|| Error::Internal(format!("plan has no value {}", id.0)))
     }
 
-    /// Checks the indices of `Gather`, `GatherElements` and `ScatterElements` steps that are
+    /// Checks the indices of `Gather`, `GatherElements`, `GatherNd` and `ScatterElements` steps that are
     /// runtime inputs (through views) before a device backend uploads them: an index outside
     /// its axis is the same error as on cpu, naming the node. `inputs[k]` is runtime input `k`,
     /// `None` when it is already on the device (not checked). Indices computed on the device are
@@ -149,7 +149,7 @@ impl Plan {
     pub fn check_host_indices(&self, backend: &str, inputs: &[Option<&Tensor>]) -> Result<()> {
         use crate::model::index_check::{IndexCheck, IndexRange};
         for step in &self.steps {
-            let (data_shape, axis) = match &step.op {
+            let (data_shape, range) = match &step.op {
                 KernelOp::Gather {
                     data_shape, axis, ..
                 }
@@ -158,7 +158,17 @@ impl Plan {
                 }
                 | KernelOp::ScatterElements {
                     data_shape, axis, ..
-                } => (data_shape, *axis),
+                } => (data_shape, IndexRange::DataAxis(*axis)),
+                KernelOp::GatherNd {
+                    data_shape,
+                    batch_dims,
+                    ..
+                } => (
+                    data_shape,
+                    IndexRange::Nd {
+                        batch_dims: *batch_dims,
+                    },
+                ),
                 _ => continue,
             };
             let Some(&indices) = step.inputs.get(1) else {
@@ -173,7 +183,7 @@ impl Plan {
             let check = IndexCheck {
                 node: step.node.clone(),
                 op: step.op.name(),
-                range: IndexRange::DataAxis(axis),
+                range,
             };
             check
                 .check(&crate::tract_bridge::to_tract(tensor)?, Some(data_shape))

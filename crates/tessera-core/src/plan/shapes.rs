@@ -107,6 +107,30 @@ fn check_window(op: &KernelOp, window: &Window) -> Result<()> {
     Ok(())
 }
 
+/// GatherND's output shape: `indices` rows of `k` coordinates into data axes
+/// `batch_dims..batch_dims + k`, the batch axes shared.
+pub fn gather_nd_shape(
+    op: &KernelOp,
+    data: &[usize],
+    indices: &[usize],
+    batch_dims: usize,
+) -> Result<Vec<usize>> {
+    let k = indices.last().copied().unwrap_or(0);
+    let fits = !indices.is_empty()
+        && batch_dims < indices.len()
+        && batch_dims + k <= data.len()
+        && data[..batch_dims] == indices[..batch_dims];
+    if !fits {
+        return Err(bad(
+            op,
+            format!("indices {indices:?} into data {data:?} with {batch_dims} batch axes"),
+        ));
+    }
+    let mut shape = indices[..indices.len() - 1].to_vec();
+    shape.extend_from_slice(&data[batch_dims + k..]);
+    Ok(shape)
+}
+
 /// GatherElements / ScatterElements: `indices` has `data`'s rank, `axis` is one of its axes,
 /// and off `axis` no index dimension exceeds the data's.
 fn check_elementwise_indices(
@@ -435,6 +459,22 @@ pub fn output_shapes(
             shape.extend_from_slice(indices_shape);
             shape.extend_from_slice(&data_shape[axis + 1..]);
             one(shape, *dtype)
+        }
+        KernelOp::GatherNd {
+            dtype,
+            data_shape,
+            indices_shape,
+            index_dtype,
+            batch_dims,
+        } => {
+            arity(op, inputs, 2..=2)?;
+            expect_shape(op, "data", first(0)?.0, data_shape)?;
+            expect_shape(op, "indices", first(1)?.0, indices_shape)?;
+            check_index_dtype(op, first(1)?.1, *index_dtype)?;
+            one(
+                gather_nd_shape(op, data_shape, indices_shape, *batch_dims)?,
+                *dtype,
+            )
         }
         KernelOp::GatherElements {
             dtype,

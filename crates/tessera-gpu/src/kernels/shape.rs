@@ -1,7 +1,7 @@
 //! Data movement kernels: Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample
 //! (`transpose`, `slice`, `concat`, `gather`, `pad`, `broadcast`,
-//! `upsample`), and the indexing ops GatherElements, ScatterElements, Trilu, OneHot
-//! (`gather_elements`, `scatter_elements`, `trilu`, `onehot`).
+//! `upsample`), and the indexing ops GatherElements, GatherNd, ScatterElements, Trilu, OneHot
+//! (`gather_elements`, `gather_nd`, `scatter_elements`, `trilu`, `onehot`).
 //!
 //! A word is a word: these kernels copy 32-bit words without looking at them, so every dtype
 //! shares one `u32` pipeline per shader. Only Pad's and OneHot's constants depend on the dtype;
@@ -63,6 +63,20 @@ pub(super) fn encode(op: &KernelOp, _io: &StepIo) -> Result<Kernel> {
             index_dtype,
             axis,
         } => gather_elements(*dtype, data_shape, indices_shape, *index_dtype, *axis),
+        KernelOp::GatherNd {
+            dtype,
+            data_shape,
+            indices_shape,
+            index_dtype,
+            batch_dims,
+        } => gather_nd(
+            op,
+            *dtype,
+            data_shape,
+            indices_shape,
+            *index_dtype,
+            *batch_dims,
+        ),
         KernelOp::ScatterElements {
             dtype,
             data_shape,
@@ -373,6 +387,39 @@ fn gather_elements(
     p.extend(params(strides(data_shape, false))?);
     Ok(Kernel::single(Dispatch {
         shader: shader("gather_elements", vec![]),
+        params: p,
+        bindings: vec![Operand::Input(0), Operand::Input(1), Operand::Output(0)],
+        grid: Grid::Threads(n),
+    }))
+}
+
+/// One thread per output element: its row of coordinates, resolved like Gather's, and its
+/// offset in the slice they address.
+fn gather_nd(
+    op: &KernelOp,
+    dtype: DType,
+    data_shape: &[usize],
+    indices_shape: &[usize],
+    index_dtype: DType,
+    batch_dims: usize,
+) -> Result<Kernel> {
+    word(dtype)?;
+    let signed = index_signedness(index_dtype, "GatherND")?;
+    let out_shape =
+        tessera_core::plan::shapes::gather_nd_shape(op, data_shape, indices_shape, batch_dims)?;
+    let k = indices_shape.last().copied().unwrap_or(0);
+    let axes = batch_dims..batch_dims + k;
+    let slice: usize = data_shape[batch_dims + k..].iter().product();
+    let rows_per_batch: usize = indices_shape[batch_dims..indices_shape.len() - 1]
+        .iter()
+        .product();
+    let batch_stride: usize = data_shape[batch_dims..].iter().product();
+    let n: usize = out_shape.iter().product();
+    let mut p = params([n, k, slice, rows_per_batch.max(1), batch_stride, signed])?;
+    p.extend(params(data_shape[axes.clone()].iter().copied())?);
+    p.extend(params(strides(data_shape, false)[axes].iter().copied())?);
+    Ok(Kernel::single(Dispatch {
+        shader: shader("gather_nd", vec![]),
         params: p,
         bindings: vec![Operand::Input(0), Operand::Input(1), Operand::Output(0)],
         grid: Grid::Threads(n),

@@ -673,6 +673,46 @@ fn gather_elements_matches_the_reference() {
 }
 
 #[test]
+fn gather_nd_matches_the_reference() {
+    let data: &[usize] = &[2, 3, 4, 5];
+    // (indices shape, batch_dims): whole elements, rows, slices, and within each batch.
+    let cases: [(&[usize], usize); 4] =
+        [(&[7, 4], 0), (&[2, 3, 2], 0), (&[6, 1], 0), (&[2, 5, 2], 1)];
+    for (indices_shape, batch_dims) in cases {
+        let k = indices_shape[indices_shape.len() - 1];
+        let n: usize = indices_shape.iter().product();
+        let values: Vec<f64> = (0..n)
+            .map(|i| {
+                let dim = data[batch_dims + i % k] as i64;
+                let j = (i as i64 * 5 + 1) % dim;
+                // Some negative indices, counting from the end.
+                if i % 4 == 3 {
+                    (j - dim) as f64
+                } else {
+                    j as f64
+                }
+            })
+            .collect();
+        for (dtype, index_dtype) in [(DType::F32, DType::I64), (DType::I8, DType::I32)] {
+            let op = KernelOp::GatherNd {
+                dtype,
+                data_shape: data.to_vec(),
+                indices_shape: indices_shape.to_vec(),
+                index_dtype,
+                batch_dims,
+            };
+            check(
+                &op,
+                &[
+                    iota(data, dtype),
+                    tensor(indices_shape, index_dtype, &values),
+                ],
+            );
+        }
+    }
+}
+
+#[test]
 fn scatter_elements_matches_the_reference() {
     let data: &[usize] = &[3, 4, 5];
     let reductions = [

@@ -278,6 +278,37 @@ pub(super) fn gather(data: Arg, indices: Arg, axis: usize) -> Result<TensorData>
     take(data.data, &map)
 }
 
+/// ONNX GatherND: for each row of `indices`, the data slice its `k` coordinates (into axes
+/// `batch_dims..`, negative ones counting from the end) address, in the row's batch.
+pub(super) fn gather_nd(data: Arg, indices: Arg, batch_dims: usize) -> Result<TensorData> {
+    let k = indices.shape.last().copied().unwrap_or(0);
+    if indices.shape.is_empty()
+        || batch_dims >= indices.shape.len()
+        || batch_dims + k > data.shape.len()
+    {
+        return Err(fail("GatherND indices do not fit the data"));
+    }
+    let idx = ints(indices.data).ok_or_else(|| fail("indices must be integers"))?;
+    let slice: usize = data.shape[batch_dims + k..].iter().product();
+    let batch_stride: usize = data.shape[batch_dims..].iter().product();
+    let rows_per_batch: usize = indices.shape[batch_dims..indices.shape.len() - 1]
+        .iter()
+        .product();
+    let rows: usize = indices.shape[..indices.shape.len() - 1].iter().product();
+    let mut map = Vec::with_capacity(rows * slice);
+    for row in 0..rows {
+        let mut at = (row / rows_per_batch.max(1)) * batch_stride;
+        let mut stride = batch_stride;
+        for j in 0..k {
+            let dim = data.shape[batch_dims + j];
+            stride /= dim.max(1);
+            at += resolve(idx[row * k + j], dim)? * stride;
+        }
+        map.extend(at..at + slice);
+    }
+    take(data.data, &map)
+}
+
 /// The data with one more element, `value` cast to its type, at the end.
 fn with_fill(data: &TensorData, value: f64) -> TensorData {
     macro_rules! push {
