@@ -428,6 +428,29 @@ pub fn indexing_shaders_validate(c: &KernelCheck) {
             );
         }
     }
+    // ScatterND: rows of two coordinates, each updating a slice of 4.
+    for reduction in [
+        ScatterReduction::None,
+        ScatterReduction::Add,
+        ScatterReduction::Mul,
+        ScatterReduction::Max,
+        ScatterReduction::Min,
+    ] {
+        for dtype in [DType::F32, DType::I64, DType::U8] {
+            let op = KernelOp::ScatterNd {
+                dtype,
+                data_shape: data.to_vec(),
+                indices_shape: vec![5, 2],
+                index_dtype: DType::I64,
+                reduction,
+            };
+            c.check(
+                &op,
+                &[(data, dtype), (&[5, 2], DType::I64), (&[5, 4], dtype)],
+                &[(data, dtype)],
+            );
+        }
+    }
     for dtype in DTYPES {
         for index_dtype in [DType::I64, DType::I32, DType::U8] {
             let op = KernelOp::GatherElements {

@@ -1,6 +1,7 @@
 //! Data movement: tract's `AxisOp` (views, or a transpose for `Move`), `Slice`, `Downsample`,
 //! `TypedConcat`, `Gather`, `Pad`, `MultiBroadcastTo`, `NearestUpsample` and `FiniteReshape`;
-//! and the indexing ops `GatherElements`, `GatherNd`, `ScatterElements`, `Trilu` and `OneHot`.
+//! and the indexing ops `GatherElements`, `GatherNd`, `ScatterElements`, `ScatterNd`, `Trilu`
+//! and `OneHot`.
 //!
 //! Anything that keeps the bytes in order (reshapes, adding or removing unit axes, moving a unit
 //! axis, a slice covering the whole axis) becomes a view, never a copy.
@@ -14,8 +15,8 @@ use tract_onnx::tract_core::internal::DimLike;
 use tract_onnx::tract_core::ops::Downsample;
 use tract_onnx::tract_core::ops::array::{
     FiniteReshape, Gather, GatherElements, GatherNd, MultiBroadcastTo, OneHot, Pad,
-    PadMode as TractPadMode, ScatterElements, ScatterReduction as TractScatterReduction, Slice,
-    Trilu, TypedConcat,
+    PadMode as TractPadMode, ScatterElements, ScatterNd, ScatterReduction as TractScatterReduction,
+    Slice, Trilu, TypedConcat,
 };
 use tract_onnx::tract_core::ops::change_axes::AxisOp;
 use tract_onnx::tract_core::ops::nn::NearestUpsample;
@@ -32,6 +33,7 @@ pub(super) fn register(registry: &mut Registry) {
     registry.add::<NearestUpsample>(upsample);
     registry.add::<GatherElements>(gather_elements);
     registry.add::<GatherNd>(gather_nd);
+    registry.add::<ScatterNd>(scatter_nd);
     registry.add::<ScatterElements>(scatter_elements);
     registry.add::<Trilu>(trilu);
     registry.add::<OneHot>(one_hot);
@@ -228,13 +230,7 @@ fn scatter_elements(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Loweri
     {
         return Ok(None);
     }
-    let reduction = match op.reduction {
-        TractScatterReduction::None => ScatterReduction::None,
-        TractScatterReduction::Add => ScatterReduction::Add,
-        TractScatterReduction::Mul => ScatterReduction::Mul,
-        TractScatterReduction::Max => ScatterReduction::Max,
-        TractScatterReduction::Min => ScatterReduction::Min,
-    };
+    let reduction = scatter_reduction(&op.reduction);
     let kernel = KernelOp::ScatterElements {
         dtype: data.dtype,
         data_shape: data.shape.clone(),
@@ -244,6 +240,37 @@ fn scatter_elements(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Loweri
         reduction,
     };
     Ok(Some(Lowering::step(kernel, facts)))
+}
+
+fn scatter_nd(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
+    let Some(op) = node.op_as::<ScatterNd>() else {
+        return Ok(None);
+    };
+    if facts.inputs.len() != 3 {
+        return Ok(None);
+    }
+    let (data, indices, updates) = (facts.input(0)?, facts.input(1)?, facts.input(2)?);
+    if data.dtype != updates.dtype {
+        return Ok(None);
+    }
+    let kernel = KernelOp::ScatterNd {
+        dtype: data.dtype,
+        data_shape: data.shape.clone(),
+        indices_shape: indices.shape.clone(),
+        index_dtype: indices.dtype,
+        reduction: scatter_reduction(&op.reduction),
+    };
+    Ok(Some(Lowering::step(kernel, facts)))
+}
+
+fn scatter_reduction(reduction: &TractScatterReduction) -> ScatterReduction {
+    match reduction {
+        TractScatterReduction::None => ScatterReduction::None,
+        TractScatterReduction::Add => ScatterReduction::Add,
+        TractScatterReduction::Mul => ScatterReduction::Mul,
+        TractScatterReduction::Max => ScatterReduction::Max,
+        TractScatterReduction::Min => ScatterReduction::Min,
+    }
 }
 
 fn trilu(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {

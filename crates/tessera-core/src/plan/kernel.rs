@@ -389,6 +389,17 @@ pub enum KernelOp {
         axis: usize,
         reduction: ScatterReduction,
     },
+    /// ONNX `ScatterND`: `out` is `data`, then each row `r` of `indices` (every axis but the
+    /// last) addresses, with its `k` coordinates, the slice of the first `k` data axes that
+    /// `updates[r]` is combined into (`reduction`), rows in order. Inputs: `data`, `indices`,
+    /// `updates` (shape `indices_shape[..last] ++ data_shape[k..]`). The output has `data_shape`.
+    ScatterNd {
+        dtype: DType,
+        data_shape: Vec<usize>,
+        indices_shape: Vec<usize>,
+        index_dtype: DType,
+        reduction: ScatterReduction,
+    },
     /// Keeps the upper (`upper`) or lower triangle of the matrices in the last two axes of
     /// `shape`, zeroing the rest: with `r, c` the row and column, the upper triangle is
     /// `c - r >= k`, the lower one `c - r <= k`. Inputs: `x`, `k` (an integer scalar; ONNX

@@ -141,7 +141,8 @@ impl Plan {
             .ok_or_else(|| Error::Internal(format!("plan has no value {}", id.0)))
     }
 
-    /// Checks the indices of `Gather`, `GatherElements`, `GatherNd` and `ScatterElements` steps that are
+    /// Checks the indices of `Gather`, `GatherElements`, `GatherNd`, `ScatterElements` and
+    /// `ScatterNd` steps that are
     /// runtime inputs (through views) before a device backend uploads them: an index outside
     /// its axis is the same error as on cpu, naming the node. `inputs[k]` is runtime input `k`,
     /// `None` when it is already on the device (not checked). Indices computed on the device are
@@ -159,6 +160,9 @@ impl Plan {
                 | KernelOp::ScatterElements {
                     data_shape, axis, ..
                 } => (data_shape, IndexRange::DataAxis(*axis)),
+                KernelOp::ScatterNd { data_shape, .. } => {
+                    (data_shape, IndexRange::Nd { batch_dims: 0 })
+                }
                 KernelOp::GatherNd {
                     data_shape,
                     batch_dims,

@@ -107,8 +107,8 @@ fn check_window(op: &KernelOp, window: &Window) -> Result<()> {
     Ok(())
 }
 
-/// GatherND's output shape: `indices` rows of `k` coordinates into data axes
-/// `batch_dims..batch_dims + k`, the batch axes shared.
+/// GatherND's output shape (and ScatterND's updates', with no batch axes): `indices` rows of
+/// `k` coordinates into data axes `batch_dims..batch_dims + k`, the batch axes shared.
 pub fn gather_nd_shape(
     op: &KernelOp,
     data: &[usize],
@@ -475,6 +475,21 @@ pub fn output_shapes(
                 gather_nd_shape(op, data_shape, indices_shape, *batch_dims)?,
                 *dtype,
             )
+        }
+        KernelOp::ScatterNd {
+            dtype,
+            data_shape,
+            indices_shape,
+            index_dtype,
+            ..
+        } => {
+            arity(op, inputs, 3..=3)?;
+            expect_shape(op, "data", first(0)?.0, data_shape)?;
+            expect_shape(op, "indices", first(1)?.0, indices_shape)?;
+            check_index_dtype(op, first(1)?.1, *index_dtype)?;
+            let updates = gather_nd_shape(op, data_shape, indices_shape, 0)?;
+            expect_shape(op, "updates", first(2)?.0, &updates)?;
+            one(data_shape.clone(), *dtype)
         }
         KernelOp::GatherElements {
             dtype,

@@ -12,7 +12,7 @@
 //! | `conv.rs` | Conv, ConvTranspose | `im2col` + GEMM calls + `bias` (channels-first, with a GEMM library); else `conv`; `conv_transpose` |
 //! | `pool.rs` | MaxPool, SumPool | `pool` |
 //! | `reduce.rs` | Reduce, Softmax, RmsNorm, Lrn, LstmEpilogue | `reduce`, `softmax`, `norm`, `lrn`, `lstm` |
-//! | `shape.rs` | Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample, GatherElements, GatherNd, ScatterElements, Trilu, OneHot | `transpose`, `slice`, `concat`, `gather`, `pad`, `broadcast`, `upsample`, `gather_elements`, `gather_nd`, `scatter_elements`, `trilu`, `onehot` |
+//! | `shape.rs` | Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample, GatherElements, GatherNd, ScatterElements, ScatterNd, Trilu, OneHot | `transpose`, `slice`, `concat`, `gather`, `pad`, `broadcast`, `upsample`, `gather_elements`, `gather_nd`, `scatter_elements`, `scatter_nd`, `trilu`, `onehot` |
 //!
 //! Parameters are `u32` words (shapes, strides, f32 bit patterns), so a kernel's shape never goes
 //! in a define and compiled kernels are cached by name and defines. Every element is one 32-bit
@@ -268,6 +268,7 @@ fn encode_op(op: &KernelOp, io: &StepIo, target: &Target) -> Result<Kernel> {
         | KernelOp::GatherElements { .. }
         | KernelOp::GatherNd { .. }
         | KernelOp::ScatterElements { .. }
+        | KernelOp::ScatterNd { .. }
         | KernelOp::Trilu { .. }
         | KernelOp::OneHot { .. } => shape::encode(op, io),
         _ => Err(no_kernel(op)),
@@ -352,7 +353,7 @@ macro_rules! kernel_sources {
         $crate::kernel_sources!(@list $dir, $ext, [
             "binary", "broadcast", "cast", "concat", "conv", "conv_transpose", "gather",
             "gather_elements", "gather_nd", "lrn", "lstm", "matvec", "norm", "onehot", "pad", "pool",
-            "quantize", "reduce", "scatter_elements", "select", "slice", "softmax", "transpose",
+            "quantize", "reduce", "scatter_elements", "scatter_nd", "select", "slice", "softmax", "transpose",
             "trilu", "unary", "upsample", $($extra),*
         ])
     };

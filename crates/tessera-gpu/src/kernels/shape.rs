@@ -1,7 +1,7 @@
 //! Data movement kernels: Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample
 //! (`transpose`, `slice`, `concat`, `gather`, `pad`, `broadcast`,
-//! `upsample`), and the indexing ops GatherElements, GatherNd, ScatterElements, Trilu, OneHot
-//! (`gather_elements`, `gather_nd`, `scatter_elements`, `trilu`, `onehot`).
+//! `upsample`), and the indexing ops GatherElements, GatherNd, ScatterElements, ScatterNd, Trilu,
+//! OneHot (`gather_elements`, `gather_nd`, `scatter_elements`, `scatter_nd`, `trilu`, `onehot`).
 //!
 //! A word is a word: these kernels copy 32-bit words without looking at them, so every dtype
 //! shares one `u32` pipeline per shader. Only Pad's and OneHot's constants depend on the dtype;
@@ -63,6 +63,20 @@ pub(super) fn encode(op: &KernelOp, _io: &StepIo) -> Result<Kernel> {
             index_dtype,
             axis,
         } => gather_elements(*dtype, data_shape, indices_shape, *index_dtype, *axis),
+        KernelOp::ScatterNd {
+            dtype,
+            data_shape,
+            indices_shape,
+            index_dtype,
+            reduction,
+        } => scatter_nd(
+            op,
+            *dtype,
+            data_shape,
+            indices_shape,
+            *index_dtype,
+            *reduction,
+        ),
         KernelOp::GatherNd {
             dtype,
             data_shape,
@@ -440,10 +454,37 @@ fn scatter_elements(
     let w = word(dtype)?;
     let signed = index_signedness(index_dtype, "ScatterElements")?;
     let dim = elementwise_indices("ScatterElements", data_shape, indices_shape, axis)?;
+    let defines = scatter_defines("ScatterElements", dtype, w, reduction)?;
+    let n: usize = data_shape.iter().product();
+    let rank = data_shape.len();
+    let mut p = params([n, rank, axis, signed, dim, indices_shape[axis]])?;
+    p.extend(params(data_shape.iter().copied())?);
+    p.extend(params(indices_shape.iter().copied())?);
+    p.extend(params(strides(indices_shape, false))?);
+    Ok(Kernel::single(Dispatch {
+        shader: shader("scatter_elements", defines),
+        params: p,
+        bindings: vec![
+            Operand::Input(0),
+            Operand::Input(1),
+            Operand::Input(2),
+            Operand::Output(0),
+        ],
+        grid: Grid::Threads(n),
+    }))
+}
+
+/// The word, combining expression and narrowing of a scatter with `reduction`.
+fn scatter_defines(
+    op: &str,
+    dtype: DType,
+    w: &'static str,
+    reduction: ScatterReduction,
+) -> Result<Vec<(&'static str, String)>> {
     if reduction != ScatterReduction::None && dtype == DType::Bool {
         return Err(Error::UnsupportedDtype {
             dtype: dtype.to_string(),
-            context: format!("ScatterElements with a {reduction:?} reduction"),
+            context: format!("{op} with a {reduction:?} reduction"),
         });
     }
     // Without a reduction the words move unchanged: one u32 pipeline for every dtype.
@@ -459,19 +500,35 @@ fn scatter_elements(
     } else {
         repr::wrap(dtype)
     };
-    let n: usize = data_shape.iter().product();
-    let rank = data_shape.len();
-    let mut p = params([n, rank, axis, signed, dim, indices_shape[axis]])?;
-    p.extend(params(data_shape.iter().copied())?);
-    p.extend(params(indices_shape.iter().copied())?);
-    p.extend(params(strides(indices_shape, false))?);
-    let defines = vec![
+    Ok(vec![
         ("T", w.to_string()),
         ("COMBINE", combine.to_string()),
         ("WRAP", wrap.to_string()),
-    ];
+    ])
+}
+
+/// One thread per output element scans the rows of indices in order, combining the updates of
+/// those that address its slice: deterministic, as the reference.
+fn scatter_nd(
+    op: &KernelOp,
+    dtype: DType,
+    data_shape: &[usize],
+    indices_shape: &[usize],
+    index_dtype: DType,
+    reduction: ScatterReduction,
+) -> Result<Kernel> {
+    let w = word(dtype)?;
+    let signed = index_signedness(index_dtype, "ScatterND")?;
+    tessera_core::plan::shapes::gather_nd_shape(op, data_shape, indices_shape, 0)?;
+    let defines = scatter_defines("ScatterND", dtype, w, reduction)?;
+    let k = indices_shape.last().copied().unwrap_or(0);
+    let slice: usize = data_shape[k..].iter().product();
+    let rows: usize = indices_shape[..indices_shape.len() - 1].iter().product();
+    let n: usize = data_shape.iter().product();
+    let mut p = params([n, k, slice, rows, signed])?;
+    p.extend(params(data_shape[..k].iter().copied())?);
     Ok(Kernel::single(Dispatch {
-        shader: shader("scatter_elements", defines),
+        shader: shader("scatter_nd", defines),
         params: p,
         bindings: vec![
             Operand::Input(0),

@@ -713,6 +713,56 @@ fn gather_nd_matches_the_reference() {
 }
 
 #[test]
+fn scatter_nd_matches_the_reference() {
+    let data: &[usize] = &[3, 4, 5];
+    // (indices shape): elements, rows, whole slices; repeated rows combine in order.
+    let cases: [&[usize]; 3] = [&[9, 3], &[2, 3, 2], &[4, 1]];
+    let reductions = [
+        ScatterReduction::None,
+        ScatterReduction::Add,
+        ScatterReduction::Mul,
+        ScatterReduction::Max,
+        ScatterReduction::Min,
+    ];
+    for indices_shape in cases {
+        let k = indices_shape[indices_shape.len() - 1];
+        let n: usize = indices_shape.iter().product();
+        let values: Vec<f64> = (0..n)
+            .map(|i| {
+                let dim = data[i % k] as i64;
+                let j = (i as i64 * 3 + 1) % dim;
+                if i % 5 == 4 {
+                    (j - dim) as f64
+                } else {
+                    j as f64
+                }
+            })
+            .collect();
+        let mut updates_shape = indices_shape[..indices_shape.len() - 1].to_vec();
+        updates_shape.extend_from_slice(&data[k..]);
+        for reduction in reductions {
+            for dtype in [DType::F32, DType::I32] {
+                let op = KernelOp::ScatterNd {
+                    dtype,
+                    data_shape: data.to_vec(),
+                    indices_shape: indices_shape.to_vec(),
+                    index_dtype: DType::I64,
+                    reduction,
+                };
+                check(
+                    &op,
+                    &[
+                        iota(data, dtype),
+                        tensor(indices_shape, DType::I64, &values),
+                        iota(&updates_shape, dtype),
+                    ],
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn scatter_elements_matches_the_reference() {
     let data: &[usize] = &[3, 4, 5];
     let reductions = [

@@ -426,6 +426,9 @@ fn run_step(step: &Step, args: &[Arg], outputs: &[(&[usize], DType)]) -> Result<
         } => one(shape::slice(arg(0)?, *axis, *start, *stride, out(0)?.0)),
         KernelOp::Concat { axis, .. } => one(shape::concat(args, *axis, out(0)?.0)),
         KernelOp::Gather { axis, .. } => one(shape::gather(arg(0)?, arg(1)?, *axis)),
+        KernelOp::ScatterNd { reduction, .. } => {
+            one(shape::scatter_nd(arg(0)?, arg(1)?, arg(2)?, *reduction))
+        }
         KernelOp::GatherNd { batch_dims, .. } => {
             one(shape::gather_nd(arg(0)?, arg(1)?, *batch_dims))
         }

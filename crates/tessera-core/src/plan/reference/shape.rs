@@ -145,6 +145,42 @@ pub(super) fn scatter_elements(
     reduction: ScatterReduction,
 ) -> Result<TensorData> {
     let targets = element_targets(data.shape, indices, axis)?;
+    scatter(data, updates, &targets, reduction)
+}
+
+/// ONNX ScatterND: each row of `indices` addresses a slice of the first `k` data axes (negative
+/// coordinates counting from the end), into which its row of `updates` is combined, in order.
+pub(super) fn scatter_nd(
+    data: Arg,
+    indices: Arg,
+    updates: Arg,
+    reduction: ScatterReduction,
+) -> Result<TensorData> {
+    let k = indices.shape.last().copied().unwrap_or(0);
+    if indices.shape.is_empty() || k > data.shape.len() {
+        return Err(fail("ScatterND indices do not fit the data"));
+    }
+    let idx = ints(indices.data).ok_or_else(|| fail("indices must be integers"))?;
+    let slice: usize = data.shape[k..].iter().product();
+    let rows: usize = indices.shape[..indices.shape.len() - 1].iter().product();
+    let mut targets = Vec::with_capacity(rows * slice);
+    for row in 0..rows {
+        let mut at = 0;
+        for j in 0..k {
+            at = at * data.shape[j] + resolve(idx[row * k + j], data.shape[j])?;
+        }
+        targets.extend(at * slice..(at + 1) * slice);
+    }
+    scatter(data, updates, &targets, reduction)
+}
+
+/// `data` with `updates[u]` combined into element `targets[u]`, updates in order.
+fn scatter(
+    data: Arg,
+    updates: Arg,
+    targets: &[usize],
+    reduction: ScatterReduction,
+) -> Result<TensorData> {
     let dtype = data.dtype();
     if updates.dtype() != dtype || updates.data.len() != targets.len() {
         return Err(fail("updates must match the indices and the data's dtype"));
@@ -177,9 +213,9 @@ pub(super) fn scatter_elements(
     }
     match dtype {
         DType::F32 | DType::F16 => {
-            floats::<f32>(data.data, updates.data, &targets, reduction, dtype)
+            floats::<f32>(data.data, updates.data, targets, reduction, dtype)
         }
-        DType::F64 => floats::<f64>(data.data, updates.data, &targets, reduction, dtype),
+        DType::F64 => floats::<f64>(data.data, updates.data, targets, reduction, dtype),
         DType::Bool => Err(fail(format!("{reduction:?} reduction of bools"))),
         _ => {
             let (Some(mut out), Some(src)) = (ints(data.data), ints(updates.data)) else {
