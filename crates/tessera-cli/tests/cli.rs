@@ -547,26 +547,24 @@ fn compare_agrees_across_backends_and_names_fallback_needs() {
         "{stdout}"
     );
 
-    // TopK has no wgpu kernel: strict placement refuses and names it; inspect shows the
+    // Det has no wgpu kernel: strict placement refuses and names it; inspect shows the
     // fallback placement when asked.
-    let top_k = shared().join("onnx-tests/node/test_top_k");
+    let det = shared().join("onnx-tests/node/test_det_nd");
     let output = tessera(&[
         "run",
-        top_k.join("model.onnx").to_str().unwrap(),
+        det.join("model.onnx").to_str().unwrap(),
         "--backend",
         "wgpu",
     ]);
     assert_clean_failure(&output, "the wgpu backend cannot run this model");
     let output = tessera(&[
         "inspect",
-        top_k.join("model.onnx").to_str().unwrap(),
+        det.join("model.onnx").to_str().unwrap(),
         "--backend",
         "wgpu",
         "--allow-fallback",
         "--input",
-        &format!("x={}", top_k.join("test_data_set_0/input_0.pb").display()),
-        "--input",
-        &format!("k={}", top_k.join("test_data_set_0/input_1.pb").display()),
+        &format!("x={}", det.join("test_data_set_0/input_0.pb").display()),
     ]);
     let (stdout, stderr) = text(&output);
     assert!(output.status.success(), "{stdout}\n{stderr}");

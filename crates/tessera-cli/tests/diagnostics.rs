@@ -319,12 +319,12 @@ fn placement_pictures_render_in_chromium_for_every_shared_model() {
 #[test]
 fn placement_picture_shows_fallback_and_unsupported_steps() {
     let dir = temp_dir("fallback");
-    let model = data("topk.onnx");
+    let model = data("det.onnx");
     let model_s = model.to_str().unwrap();
     let nodes = onnx_nodes(&model);
 
-    // Strict: wgpu refuses TopK; the picture is still written, with the step in red.
-    let strict = dir.join("topk_strict.html");
+    // Strict: wgpu refuses Det; the picture is still written, with the step in red.
+    let strict = dir.join("det_strict.html");
     let out = tessera(&[
         "inspect",
         model_s,
@@ -334,9 +334,9 @@ fn placement_picture_shows_fallback_and_unsupported_steps() {
         strict.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
-    assert!(stdout(&out).contains("Topk"), "{}", describe(&out));
+    assert!(stdout(&out).contains("Det"), "{}", describe(&out));
 
-    let fallback = dir.join("topk_fallback.html");
+    let fallback = dir.join("det_fallback.html");
     let out = tessera(&[
         "inspect",
         model_s,
@@ -368,7 +368,7 @@ fn placement_picture_shows_fallback_and_unsupported_steps() {
     assert_eq!(element_text(&html, "fallback-steps"), "1");
     assert_eq!(element_text(&html, "copy-count"), copies.len().to_string());
 
-    let svg = dir.join("topk_fallback.svg");
+    let svg = dir.join("det_fallback.svg");
     let out = tessera(&[
         "inspect",
         model_s,
@@ -382,14 +382,14 @@ fn placement_picture_shows_fallback_and_unsupported_steps() {
 
     let cases = [
         Case {
-            label: "topk strict".into(),
+            label: "det strict".into(),
             page: strict,
             onnx_nodes: nodes,
             plan_steps: Some(steps),
             fill: UNSUPPORTED_FILL,
         },
         Case {
-            label: "topk fallback".into(),
+            label: "det fallback".into(),
             page: fallback,
             onnx_nodes: nodes,
             plan_steps: Some(steps),
@@ -414,7 +414,7 @@ fn placement_picture_shows_fallback_and_unsupported_steps() {
 fn graph_needs_an_svg_or_html_file() {
     let out = tessera(&[
         "inspect",
-        data("topk.onnx").to_str().unwrap(),
+        data("det.onnx").to_str().unwrap(),
         "--graph",
         "/tmp/x.png",
     ]);

@@ -782,6 +782,21 @@ pub fn conv_and_pool_kernels_compile(c: &KernelCheck) {
 
 /// Reductions of every op and word, softmax, norms and the LSTM tail.
 pub fn reduction_kernels_compile(c: &KernelCheck) {
+    for dtype in [DType::F32, DType::I64, DType::U8] {
+        for largest in [true, false] {
+            c.check(
+                &KernelOp::TopK {
+                    dtype,
+                    input_shape: vec![3, 7, 2],
+                    axis: 1,
+                    k: 3,
+                    largest,
+                },
+                &[(&[3, 7, 2], dtype)],
+                &[(&[3, 3, 2], dtype), (&[3, 3, 2], DType::I64)],
+            );
+        }
+    }
     let ops = [
         ReduceOp::Sum,
         ReduceOp::Prod,
@@ -931,10 +946,11 @@ pub mod sessions {
         if !B::device_here() {
             return;
         }
-        let dir = node_case("test_top_k");
+        // Det (a matrix determinant) has no GPU kernel.
+        let dir = node_case("test_det_nd");
         let error = load::<B>(&dir, false)
             .and_then(|s| s.run(read(&dir, "input")))
-            .expect_err("TopK has no GPU kernel: strict placement must refuse the model");
+            .expect_err("Det has no GPU kernel: strict placement must refuse the model");
         let Error::UnsupportedOps { backend, ops } = &error else {
             panic!("expected UnsupportedOps, got {error}");
         };
@@ -957,13 +973,13 @@ pub mod sessions {
         if !B::device_here() {
             return;
         }
-        let dir = node_case("test_top_k");
+        let dir = node_case("test_det_nd");
         let session = load::<B>(&dir, true).unwrap();
         let inputs = read(&dir, "input");
         let report = session.report(&inputs).unwrap();
         assert!(
             report.placement.host_steps() > 0,
-            "TopK must be placed on the host"
+            "Det must be placed on the host"
         );
         let outputs = session.run(inputs).unwrap();
         for (actual, expected) in outputs.iter().zip(read(&dir, "output")) {

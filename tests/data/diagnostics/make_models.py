@@ -3,8 +3,8 @@
 overflow.onnx   y = exp(10·x + 100) / sum(exp(10·x + 100)): for x in [0, 1) the node
                 'exp_overflow' is the first whose output is not finite (exp(100) > f32 max);
                 'normalize' then turns inf/inf into NaN. `--check-finite` must name exp_overflow.
-topk.onnx       TopK (no wgpu kernel): wgpu refuses it strictly and runs it on the host with
-                --allow-fallback, so the placement picture shows host steps and copies.
+det.onnx        Det (a determinant: no GPU kernel): wgpu refuses it strictly and runs it on the
+                host with --allow-fallback, so the placement picture shows host steps and copies.
 """
 import numpy as np
 import onnx
@@ -37,22 +37,22 @@ def overflow():
     np.save("overflow_input.npy", np.linspace(0.0, 0.9, 8, dtype=np.float32).reshape(1, 8))
 
 
-def topk():
-    consts = [numpy_helper.from_array(np.array([4], np.int64), "k"),
+def det():
+    consts = [numpy_helper.from_array(np.array([4, 4], np.int64), "square"),
               numpy_helper.from_array(np.array(2.0, np.float32), "two")]
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="relu"),
-        helper.make_node("TopK", ["r", "k"], ["values", "indices"], name="top4", axis=1),
-        helper.make_node("Mul", ["values", "two"], ["scores"], name="double"),
+        helper.make_node("Reshape", ["r", "square"], ["m"], name="to_matrix"),
+        helper.make_node("Det", ["m"], ["d"], name="det"),
+        helper.make_node("Mul", ["d", "two"], ["scores"], name="double"),
     ]
     graph = helper.make_graph(
-        nodes, "topk",
+        nodes, "det",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
-        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 4]),
-         helper.make_tensor_value_info("indices", TensorProto.INT64, [1, 4])], consts)
-    save(graph, "topk.onnx")
+        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [])], consts)
+    save(graph, "det.onnx")
 
 
 if __name__ == "__main__":
     overflow()
-    topk()
+    det()

@@ -1,9 +1,11 @@
-//! Reductions and normalizations: tract's `Reduce`, `Softmax`, `RmsNorm`, and ONNX `LRN`.
+//! Reductions and normalizations: tract's `Reduce`, `Softmax`, `RmsNorm`, `Topk`, and ONNX
+//! `LRN`.
 
 use super::{Lowering, NodeFacts, Registry};
 use crate::Result;
 use crate::plan::{KernelOp, ReduceOp};
 use tract_onnx::prelude::TypedNode;
+use tract_onnx::tract_core::ops::array::Topk;
 use tract_onnx::tract_core::ops::nn::{Reduce, Reducer, RmsNorm, Softmax, SoftmaxKind};
 use tract_onnx_opl::lrn::Lrn;
 
@@ -12,6 +14,7 @@ pub(super) fn register(registry: &mut Registry) {
     registry.add::<Softmax>(softmax);
     registry.add::<RmsNorm>(rms_norm);
     registry.add::<Lrn>(lrn);
+    registry.add::<Topk>(top_k);
 }
 
 fn reduce(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
@@ -95,4 +98,24 @@ fn lrn(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
         size: op.size,
     };
     Ok(Some(Lowering::step_on(kernel, vec![0], 1)))
+}
+
+/// TopK with `k` known from the output's shape (plans have concrete shapes): only the data is
+/// read.
+fn top_k(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
+    let Some(op) = node.op_as::<Topk>() else {
+        return Ok(None);
+    };
+    let (x, values) = (facts.input(0)?, facts.output(0)?);
+    let Some(&k) = values.shape.get(op.axis) else {
+        return Ok(None);
+    };
+    let kernel = KernelOp::TopK {
+        dtype: x.dtype,
+        input_shape: x.shape.clone(),
+        axis: op.axis,
+        k,
+        largest: op.largest,
+    };
+    Ok(Some(Lowering::step_on(kernel, vec![0], 2)))
 }

@@ -441,6 +441,16 @@ pub enum KernelOp {
         input_shape: Vec<usize>,
         scales: Vec<usize>,
     },
+    /// The `k` largest (or smallest) elements along `axis`, in order, and their indices (ONNX
+    /// `TopK` with a known `k`): equal values keep their order along the axis. Input: `x`.
+    /// Outputs: values (`dtype`) and indices (i64), shaped like `x` with `k` along `axis`.
+    TopK {
+        dtype: DType,
+        input_shape: Vec<usize>,
+        axis: usize,
+        k: usize,
+        largest: bool,
+    },
     /// The tail of an LSTM cell. Inputs: gate pre-activations `[rows, 4*hidden]` (order i, o,
     /// f, c) and the previous cell state `[rows, hidden]`. Outputs: `h`, `c`, each like the state.
     LstmEpilogue { dtype: DType, hidden: usize },

@@ -606,6 +606,25 @@ pub fn output_shapes(
                 *dtype,
             )
         }
+        KernelOp::TopK {
+            dtype,
+            input_shape,
+            axis,
+            k,
+            ..
+        } => {
+            arity(op, inputs, 1..=1)?;
+            expect_shape(op, "x", first(0)?.0, input_shape)?;
+            if input_shape.get(*axis).is_none_or(|&len| *k > len) {
+                return Err(bad(
+                    op,
+                    format!("k = {k} along axis {axis} of {input_shape:?}"),
+                ));
+            }
+            let mut shape = input_shape.clone();
+            shape[*axis] = *k;
+            Ok(Some(vec![(shape.clone(), *dtype), (shape, DType::I64)]))
+        }
         KernelOp::LstmEpilogue { dtype, hidden } => {
             arity(op, inputs, 2..=2)?;
             let state = first(1)?.0.to_vec();

@@ -1,5 +1,5 @@
 //! Reductions and normalizations: Reduce (`reduce`), Softmax (`softmax`), RmsNorm
-//! (`norm`), Lrn (`lrn`) and the LSTM cell's tail (`lstm`).
+//! (`norm`), Lrn (`lrn`), TopK (`topk`) and the LSTM cell's tail (`lstm`).
 //!
 //! The row kernels (Reduce, Softmax, RmsNorm) see the tensor as rows: one row per element of
 //! the reduced shape, holding the elements over the reduced axes. Axes are merged first (runs of
@@ -76,6 +76,13 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
                 grid: Grid::Threads(total),
             }))
         }
+        KernelOp::TopK {
+            dtype,
+            input_shape,
+            axis,
+            k,
+            largest,
+        } => top_k(op, *dtype, input_shape, *axis, *k, *largest),
         KernelOp::LstmEpilogue { dtype, hidden } => {
             float(op, *dtype)?;
             let total = io.inputs.get(1).map_or(0, |c| c.len());
@@ -267,4 +274,37 @@ fn highest(dtype: DType, empty: bool) -> u32 {
         (Some("i32"), _) => i32::MAX as u32,
         _ => u32::MAX,
     }
+}
+
+/// TopK, one thread per input element: each finds its rank along the axis (ties broken by the
+/// index, so ranks are distinct) and writes itself there when the rank is below `k`: O(len)
+/// work per element, no sort, deterministic.
+fn top_k(
+    op: &KernelOp,
+    dtype: DType,
+    shape: &[usize],
+    axis: usize,
+    k: usize,
+    largest: bool,
+) -> Result<Kernel> {
+    if dtype == DType::Bool {
+        return Err(no_kernel(op));
+    }
+    let w = word(dtype)?;
+    let Some(&len) = shape.get(axis) else {
+        return Err(Error::Internal(format!(
+            "TopK: no axis {axis} in {shape:?}"
+        )));
+    };
+    let inner: usize = shape[axis + 1..].iter().product();
+    let n: usize = shape.iter().product();
+    if k == 0 || n == 0 {
+        return Ok(Kernel::default());
+    }
+    Ok(Kernel::single(Dispatch {
+        shader: shader("topk", vec![("T", w.to_string())]),
+        params: params([n, len, inner, k, usize::from(largest)])?,
+        bindings: vec![Operand::Input(0), Operand::Output(0), Operand::Output(1)],
+        grid: Grid::Threads(n),
+    }))
 }

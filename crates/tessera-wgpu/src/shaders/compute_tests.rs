@@ -728,6 +728,31 @@ fn catalogue() -> Vec<(&'static str, KernelOp, Vec<Tensor>)> {
             vec![x],
         ));
     }
+    // TopK: floats, and small integers with many ties (equal values keep their order).
+    for (shape, axis, k) in [
+        (vec![4, 9], 1, 3),
+        (vec![3, 6, 4], 1, 6),
+        (vec![10, 3], 0, 4),
+    ] {
+        for largest in [true, false] {
+            for x in [
+                f32_tensor(&shape, 340),
+                int_tensor(&shape, DType::I32, 3, 341),
+            ] {
+                cases.push((
+                    "topk",
+                    KernelOp::TopK {
+                        dtype: x.dtype(),
+                        input_shape: shape.clone(),
+                        axis,
+                        k,
+                        largest,
+                    },
+                    vec![x],
+                ));
+            }
+        }
+    }
     cases.push((
         "lstm epilogue",
         KernelOp::LstmEpilogue {

@@ -342,6 +342,9 @@ fn run_step(step: &Step, args: &[Arg], outputs: &[(&[usize], DType)]) -> Result<
             scale, zero_point, ..
         } => one(elementwise::dequantize(arg(0)?, *scale, *zero_point)),
         KernelOp::LookupTable { table, dtype } => one(elementwise::lookup(arg(0)?, table, *dtype)),
+        KernelOp::TopK {
+            axis, k, largest, ..
+        } => reduce::top_k(arg(0)?, *axis, *k, *largest),
         KernelOp::LstmEpilogue { hidden, .. } => {
             elementwise::lstm_epilogue(arg(0)?, arg(1)?, *hidden)
         }

@@ -197,3 +197,46 @@ pub(super) fn lrn(x: Arg, alpha: f32, beta: f32, bias: f32, size: usize) -> Resu
         T::write(out, x.dtype())
     })
 }
+
+/// The `k` largest (or smallest) elements along `axis` and their indices, equal values in their
+/// order along the axis (a stable sort, as tract's).
+pub(super) fn top_k(x: Arg, axis: usize, k: usize, largest: bool) -> Result<Vec<TensorData>> {
+    let Some(&len) = x.shape.get(axis) else {
+        return Err(fail("axis out of range"));
+    };
+    if k > len {
+        return Err(fail("k is larger than the axis"));
+    }
+    // Integers compare exactly; floats as f64.
+    let exact = ints(x.data).filter(|_| !x.dtype().is_float());
+    let keys: Vec<f64> = if exact.is_some() {
+        vec![]
+    } else {
+        x.data.to_f64_vec()
+    };
+    let inner: usize = x.shape[axis + 1..].iter().product();
+    let outer: usize = x.shape[..axis].iter().product();
+    let mut map = vec![0; outer * k * inner];
+    let mut indices = vec![0i64; outer * k * inner];
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |j: usize| (o * len + j) * inner + i;
+            let mut order: Vec<usize> = (0..len).collect();
+            order.sort_by(|&a, &b| {
+                let ord = match &exact {
+                    Some(v) => v[at(a)].cmp(&v[at(b)]),
+                    None => keys[at(a)]
+                        .partial_cmp(&keys[at(b)])
+                        .unwrap_or(std::cmp::Ordering::Less),
+                };
+                if largest { ord.reverse() } else { ord }
+            });
+            for (rank, &j) in order.iter().take(k).enumerate() {
+                let out = (o * k + rank) * inner + i;
+                map[out] = at(j);
+                indices[out] = j as i64;
+            }
+        }
+    }
+    Ok(vec![super::take(x.data, &map)?, TensorData::I64(indices)])
+}
