@@ -1,7 +1,8 @@
 //! Index checks in front of tract's indexing ops.
 //!
 //! tract 0.23.9 indexes arrays with the values of `Gather`, `GatherElements`,
-//! `ScatterElements`, `OneHot` and `GatherND` indices without a range check: an index outside its
+//! `ScatterElements`, `OneHot`, `GatherND` and (with a reduction) `ScatterND` indices without a
+//! range check: an index outside its
 //! axis panics (natively caught, but a trap of the whole module in the browser build, where
 //! panics abort). ONNX makes such indices an error (OneHot: a row of `off`, which tract does not
 //! do either), so Tessera checks them first and fails with an error naming the node:
@@ -14,7 +15,7 @@
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::array::{
-    Gather, GatherElements, GatherNd, OneHot, ScatterElements,
+    Gather, GatherElements, GatherNd, OneHot, ScatterElements, ScatterNd,
 };
 
 /// What an index addresses.
@@ -24,8 +25,8 @@ pub enum IndexRange {
     DataAxis(usize),
     /// `0..depth`, negative indices counting from the end (OneHot).
     Depth(usize),
-    /// GatherND: the last axis of the indices addresses data axes `batch_dims..`; no negatives
-    /// (tract does not wrap them).
+    /// GatherND / ScatterND: the last axis of the indices addresses data axes `batch_dims..`; no
+    /// negatives (tract does not wrap them).
     Nd { batch_dims: usize },
 }
 
@@ -116,6 +117,8 @@ fn indexing(node: &TypedNode) -> Option<(usize, IndexRange)> {
         Some((1, IndexRange::DataAxis(op.axis)))
     } else if let Some(op) = node.op_as::<OneHot>() {
         Some((0, IndexRange::Depth(op.dim)))
+    } else if node.op_as::<ScatterNd>().is_some() {
+        Some((1, IndexRange::Nd { batch_dims: 0 }))
     } else {
         node.op_as::<GatherNd>().map(|op| {
             (
