@@ -3,7 +3,6 @@
 //! returns (the only skip allowed; with `TESSERA_REQUIRE_CUDA=1` it fails instead);
 //! `sessions_without_a_device_fail_with_the_reason` checks that path.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tessera_core::{Error, Model, Result};
 use tessera_cuda::{CudaOptions, CudaSession};
@@ -40,21 +39,16 @@ impl tessera_gpu::testing::sessions::Backend for Cuda {
 
 tessera_gpu::gpu_session_tests!(Cuda);
 
-fn node_case(name: &str) -> PathBuf {
-    std::env::var_os("TESSERA_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
-        .join("onnx-tests/node")
-        .join(name)
-}
-
 #[test]
 fn sessions_without_a_device_fail_with_the_reason() {
     let Err(reason) = tessera_cuda::devices() else {
         println!("a CUDA device is present: the no-device path is not checked here");
         return;
     };
-    let model = Arc::new(Model::load(node_case("test_abs").join("model.onnx")).unwrap());
+    let model = Arc::new(
+        Model::load(tessera_gpu::testing::sessions::node_case("test_abs").join("model.onnx"))
+            .unwrap(),
+    );
     let error = CudaSession::new(model, CudaOptions::default()).expect_err("no device, no session");
     let Error::BackendUnavailable {
         backend,

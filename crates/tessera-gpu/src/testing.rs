@@ -13,19 +13,12 @@ use tessera_core::plan::{
     ValueId, Window,
 };
 
-/// The dtypes GPU backends hold.
-pub const DTYPES: [DType; 10] = [
-    DType::F32,
-    DType::F16,
-    DType::I8,
-    DType::I16,
-    DType::I32,
-    DType::I64,
-    DType::U8,
-    DType::U16,
-    DType::U32,
-    DType::Bool,
-];
+/// The dtypes GPU backends hold (every one a 32-bit word holds), in `DType::ALL`'s order.
+pub fn held_dtypes() -> impl Iterator<Item = DType> {
+    DType::ALL
+        .into_iter()
+        .filter(|&d| crate::repr::word(d).is_some())
+}
 
 /// Compiles one kernel variant, or says why it does not compile.
 pub type Compile = dyn Fn(&Shader) -> Result<(), String> + Sync;
@@ -306,8 +299,8 @@ pub fn select_shaders_validate(c: &KernelCheck) {
 }
 
 pub fn every_cast_validates(c: &KernelCheck) {
-    for from in DTYPES {
-        for to in DTYPES {
+    for from in held_dtypes() {
+        for to in held_dtypes() {
             c.check(&KernelOp::Cast { from, to }, &[(&[7], from)], &[(&[7], to)]);
         }
     }
@@ -451,7 +444,7 @@ pub fn indexing_shaders_validate(c: &KernelCheck) {
             );
         }
     }
-    for dtype in DTYPES {
+    for dtype in held_dtypes() {
         for index_dtype in [DType::I64, DType::I32, DType::U8] {
             let op = KernelOp::GatherElements {
                 dtype,
@@ -908,7 +901,8 @@ pub mod sessions {
             .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
     }
 
-    fn node_case(name: &str) -> PathBuf {
+    /// A node-suite case folder of the shared test data.
+    pub fn node_case(name: &str) -> PathBuf {
         shared().join("onnx-tests/node").join(name)
     }
 

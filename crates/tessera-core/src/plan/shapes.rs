@@ -107,6 +107,44 @@ fn check_window(op: &KernelOp, window: &Window) -> Result<()> {
     Ok(())
 }
 
+/// How GatherND / ScatterND indices address their data: each row of `indices` (every axis but
+/// the last) holds `k` coordinates into data axes `batch_dims..batch_dims + k` and addresses the
+/// `slice` elements after them, within its batch (the first `batch_dims` axes, shared).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NdIndexing {
+    pub k: usize,
+    /// Data elements each row addresses (the data axes after the indexed ones).
+    pub slice: usize,
+    /// Rows of indices, in all.
+    pub rows: usize,
+    /// Rows of indices in one batch.
+    pub rows_per_batch: usize,
+    /// Data elements in one batch.
+    pub batch_stride: usize,
+}
+
+impl NdIndexing {
+    /// `None` when the indices do not fit the data.
+    pub fn new(data: &[usize], indices: &[usize], batch_dims: usize) -> Option<NdIndexing> {
+        let k = indices.last().copied().unwrap_or(0);
+        let fits = !indices.is_empty()
+            && batch_dims < indices.len()
+            && batch_dims + k <= data.len()
+            && data[..batch_dims] == indices[..batch_dims];
+        if !fits {
+            return None;
+        }
+        let row_axes = &indices[..indices.len() - 1];
+        Some(NdIndexing {
+            k,
+            slice: data[batch_dims + k..].iter().product(),
+            rows: row_axes.iter().product(),
+            rows_per_batch: row_axes[batch_dims..].iter().product(),
+            batch_stride: data[batch_dims..].iter().product(),
+        })
+    }
+}
+
 /// GatherND's output shape (and ScatterND's updates', with no batch axes): `indices` rows of
 /// `k` coordinates into data axes `batch_dims..batch_dims + k`, the batch axes shared.
 pub fn gather_nd_shape(
@@ -115,19 +153,14 @@ pub fn gather_nd_shape(
     indices: &[usize],
     batch_dims: usize,
 ) -> Result<Vec<usize>> {
-    let k = indices.last().copied().unwrap_or(0);
-    let fits = !indices.is_empty()
-        && batch_dims < indices.len()
-        && batch_dims + k <= data.len()
-        && data[..batch_dims] == indices[..batch_dims];
-    if !fits {
+    let Some(nd) = NdIndexing::new(data, indices, batch_dims) else {
         return Err(bad(
             op,
             format!("indices {indices:?} into data {data:?} with {batch_dims} batch axes"),
         ));
-    }
+    };
     let mut shape = indices[..indices.len() - 1].to_vec();
-    shape.extend_from_slice(&data[batch_dims + k..]);
+    shape.extend_from_slice(&data[batch_dims + nd.k..]);
     Ok(shape)
 }
 

@@ -9,7 +9,7 @@
 //! need and upload what the device reads later, exactly the copies the placement lists, and every
 //! copy is counted in [`Transfers`].
 
-use super::{ALIGNMENT, Binding, DeviceBuffer, Gpu};
+use super::{ALIGNMENT, Binding, DeviceBuffer, Gpu, upload_tensor};
 use crate::kernels::{Grid, Kernel, Launch, Operand, StepIo, Target, encode, step_reason};
 use crate::repr::{self, Narrowing, WORD_BYTES};
 use std::collections::HashMap;
@@ -100,7 +100,6 @@ pub struct Compiled<G: Gpu> {
     pub placement: Placement,
     pub memory: MemoryPlan,
     pub device_memory: DeviceMemory,
-    backend: &'static str,
     arena: Option<G::Buffer>,
     inputs: Vec<Option<G::Buffer>>,
     constants: HashMap<ValueId, Arc<DeviceBuffer<G::Buffer>>>,
@@ -201,7 +200,6 @@ impl<G: Gpu> Compiled<G> {
             placement,
             memory,
             device_memory: DeviceMemory::default(),
-            backend,
             arena,
             inputs,
             constants,
@@ -221,14 +219,8 @@ impl<G: Gpu> Compiled<G> {
                 kinds.push(StepExec::Host);
                 continue;
             }
-            if step
-                .outputs
-                .iter()
-                .map(|&id| plan.value(id))
-                .collect::<Result<Vec<_>>>()?
-                .iter()
-                .all(|v| v.is_empty())
-            {
+            let mut outputs = step.outputs.iter().map(|&id| plan.value(id));
+            if outputs.try_fold(true, |empty, v| Ok::<_, Error>(empty && v?.is_empty()))? {
                 kinds.push(StepExec::Skip);
                 continue;
             }
@@ -472,7 +464,7 @@ impl<G: Gpu> Compiled<G> {
                 Feed::Device(_) => None,
             })
             .collect();
-        plan.check_host_indices(self.backend, &host)?;
+        plan.check_host_indices(gpu.target().backend, &host)?;
         let mut transfers = Transfers::default();
         let mut run = gpu.begin()?;
         for (k, (feed, &id)) in feeds.iter().zip(&plan.inputs).enumerate() {
@@ -570,11 +562,12 @@ impl<G: Gpu> Compiled<G> {
                 sources.push(Source::Ready(if on_device {
                     let what = format!("output '{}'", value.name);
                     transfers.fallback_bytes += bytes;
-                    let words = repr::to_words(tensor.data(), Narrowing::Checked, &what)?;
-                    Produced::Device(Arc::new(DeviceBuffer {
-                        buffer: gpu.upload(&words, &what)?,
-                        bytes: words.len(),
-                    }))
+                    Produced::Device(Arc::new(upload_tensor(
+                        gpu,
+                        &tensor,
+                        Narrowing::Checked,
+                        &what,
+                    )?))
                 } else {
                     Produced::Host(tensor)
                 }));

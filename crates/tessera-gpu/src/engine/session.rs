@@ -1,7 +1,9 @@
 //! [`GpuSession`]: a model on a GPU, with plans per input signature, weights uploaded once, and
 //! tensors that stay on the device between runs (I/O binding).
 
-use super::{Compiled, DeviceBuffer, Feed, Gpu, Produced, device_bytes, encode_steps};
+use super::{
+    Compiled, DeviceBuffer, Feed, Gpu, Produced, device_bytes, encode_steps, upload_tensor,
+};
 use crate::repr::{self, Narrowing};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -71,9 +73,11 @@ impl<G: Gpu> DeviceTensor<G> {
     /// Copies the tensor back to host memory.
     pub async fn to_host_async(&self) -> Result<Tensor> {
         let mut run = self.gpu.begin()?;
-        let words = self.gpu.read(&mut run, &[self.buffer.binding()]).await?;
+        let read = self.gpu.read(&mut run, &[self.buffer.binding()]).await?;
         self.gpu.finish(run).await?;
-        let words = words.into_iter().next().unwrap_or_default();
+        let words = read.into_iter().next().ok_or_else(|| {
+            Error::Internal("the device returned no words for a tensor read back".into())
+        })?;
         repr::from_words(self.dtype, self.shape.clone(), &words)
     }
 }
@@ -302,14 +306,10 @@ impl<G: Gpu> GpuSession<G> {
 
     /// Uploads a tensor to the device (counted as input bytes of no run).
     pub fn upload(&self, tensor: &Tensor) -> Result<DeviceTensor<G>> {
-        let what = "an uploaded tensor";
-        let words = repr::to_words(tensor.data(), Narrowing::Checked, what)?;
+        let buffer = upload_tensor(&*self.gpu, tensor, Narrowing::Checked, "an uploaded tensor")?;
         Ok(DeviceTensor {
             gpu: self.gpu.clone(),
-            buffer: Arc::new(DeviceBuffer {
-                buffer: self.gpu.upload(&words, what)?,
-                bytes: words.len(),
-            }),
+            buffer: Arc::new(buffer),
             shape: tensor.shape().to_vec(),
             dtype: tensor.dtype(),
         })

@@ -10,6 +10,7 @@
 
 use super::{Dispatch, Grid, Kernel, Operand, StepIo, params, shader, strides, word};
 use crate::repr;
+use tessera_core::plan::shapes::NdIndexing;
 use tessera_core::plan::{KernelOp, PadMode, ScatterReduction};
 use tessera_core::{DType, Error, Result};
 
@@ -407,6 +408,23 @@ fn gather_elements(
     }))
 }
 
+/// How ND indices address the data, or an error naming the op.
+fn nd_indexing(
+    op: &KernelOp,
+    data_shape: &[usize],
+    indices_shape: &[usize],
+    batch_dims: usize,
+) -> Result<NdIndexing> {
+    NdIndexing::new(data_shape, indices_shape, batch_dims).ok_or_else(|| {
+        bad(
+            &op.name(),
+            format!(
+                "indices {indices_shape:?} into data {data_shape:?} with {batch_dims} batch axes"
+            ),
+        )
+    })
+}
+
 /// One thread per output element: its row of coordinates, resolved like Gather's, and its
 /// offset in the slice they address.
 fn gather_nd(
@@ -419,17 +437,20 @@ fn gather_nd(
 ) -> Result<Kernel> {
     word(dtype)?;
     let signed = index_signedness(index_dtype, "GatherND")?;
-    let out_shape =
-        tessera_core::plan::shapes::gather_nd_shape(op, data_shape, indices_shape, batch_dims)?;
-    let k = indices_shape.last().copied().unwrap_or(0);
-    let axes = batch_dims..batch_dims + k;
-    let slice: usize = data_shape[batch_dims + k..].iter().product();
-    let rows_per_batch: usize = indices_shape[batch_dims..indices_shape.len() - 1]
-        .iter()
-        .product();
-    let batch_stride: usize = data_shape[batch_dims..].iter().product();
-    let n: usize = out_shape.iter().product();
-    let mut p = params([n, k, slice, rows_per_batch.max(1), batch_stride, signed])?;
+    let n: usize =
+        tessera_core::plan::shapes::gather_nd_shape(op, data_shape, indices_shape, batch_dims)?
+            .iter()
+            .product();
+    let nd = nd_indexing(op, data_shape, indices_shape, batch_dims)?;
+    let axes = batch_dims..batch_dims + nd.k;
+    let mut p = params([
+        n,
+        nd.k,
+        nd.slice,
+        nd.rows_per_batch.max(1),
+        nd.batch_stride,
+        signed,
+    ])?;
     p.extend(params(data_shape[axes.clone()].iter().copied())?);
     p.extend(params(strides(data_shape, false)[axes].iter().copied())?);
     Ok(Kernel::single(Dispatch {
@@ -519,14 +540,11 @@ fn scatter_nd(
 ) -> Result<Kernel> {
     let w = word(dtype)?;
     let signed = index_signedness(index_dtype, "ScatterND")?;
-    tessera_core::plan::shapes::gather_nd_shape(op, data_shape, indices_shape, 0)?;
     let defines = scatter_defines("ScatterND", dtype, w, reduction)?;
-    let k = indices_shape.last().copied().unwrap_or(0);
-    let slice: usize = data_shape[k..].iter().product();
-    let rows: usize = indices_shape[..indices_shape.len() - 1].iter().product();
+    let nd = nd_indexing(op, data_shape, indices_shape, 0)?;
     let n: usize = data_shape.iter().product();
-    let mut p = params([n, k, slice, rows, signed])?;
-    p.extend(params(data_shape[..k].iter().copied())?);
+    let mut p = params([n, nd.k, nd.slice, nd.rows, signed])?;
+    p.extend(params(data_shape[..nd.k].iter().copied())?);
     Ok(Kernel::single(Dispatch {
         shader: shader("scatter_nd", defines),
         params: p,

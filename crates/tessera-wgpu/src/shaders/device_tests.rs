@@ -11,6 +11,7 @@ use tessera_core::plan::{
     KernelOp, PadMode, Plan, Role, ScatterReduction, Step, Value, ValueId, reference, shapes,
 };
 use tessera_core::{DType, Tensor, TensorData};
+use tessera_gpu::testing::held_dtypes;
 use wgpu::util::DeviceExt;
 
 fn device() -> Option<&'static (wgpu::Device, wgpu::Queue)> {
@@ -267,19 +268,6 @@ fn iota(shape: &[usize], dtype: DType) -> Tensor {
     tensor(shape, dtype, &values)
 }
 
-const DTYPES: [DType; 10] = [
-    DType::F32,
-    DType::F16,
-    DType::I8,
-    DType::I16,
-    DType::I32,
-    DType::I64,
-    DType::U8,
-    DType::U16,
-    DType::U32,
-    DType::Bool,
-];
-
 #[test]
 fn casts_match_the_reference() {
     let floats = [
@@ -339,8 +327,8 @@ fn casts_match_the_reference() {
         3.0e9,
         4294967295.0,
     ];
-    for from in DTYPES {
-        for to in DTYPES {
+    for from in held_dtypes() {
+        for to in held_dtypes() {
             let source = if from.is_float() {
                 &floats[..]
             } else {

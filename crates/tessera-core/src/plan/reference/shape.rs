@@ -4,6 +4,7 @@
 use super::{
     Arg, Real, broadcast_map, by_dtype, fail, from_ints, ints, map_indices, strides, take,
 };
+use crate::plan::shapes::NdIndexing;
 use crate::plan::{PadMode, ScatterReduction};
 use crate::{DType, Element, Result, TensorData};
 use half::f16;
@@ -156,22 +157,33 @@ pub(super) fn scatter_nd(
     updates: Arg,
     reduction: ScatterReduction,
 ) -> Result<TensorData> {
-    let k = indices.shape.last().copied().unwrap_or(0);
-    if indices.shape.is_empty() || k > data.shape.len() {
-        return Err(fail("ScatterND indices do not fit the data"));
-    }
-    let idx = ints(indices.data).ok_or_else(|| fail("indices must be integers"))?;
-    let slice: usize = data.shape[k..].iter().product();
-    let rows: usize = indices.shape[..indices.shape.len() - 1].iter().product();
-    let mut targets = Vec::with_capacity(rows * slice);
-    for row in 0..rows {
-        let mut at = 0;
-        for j in 0..k {
-            at = at * data.shape[j] + resolve(idx[row * k + j], data.shape[j])?;
-        }
-        targets.extend(at * slice..(at + 1) * slice);
-    }
+    let targets = nd_elements(data.shape, indices, 0, "ScatterND")?;
     scatter(data, updates, &targets, reduction)
+}
+
+/// For each row of GatherND / ScatterND `indices` in order, the flat data indices of the slice it
+/// addresses (negative coordinates counting from the end).
+fn nd_elements(
+    data_shape: &[usize],
+    indices: Arg,
+    batch_dims: usize,
+    op: &str,
+) -> Result<Vec<usize>> {
+    let nd = NdIndexing::new(data_shape, indices.shape, batch_dims)
+        .ok_or_else(|| fail(format!("{op} indices do not fit the data")))?;
+    let idx = ints(indices.data).ok_or_else(|| fail("indices must be integers"))?;
+    let mut elements = Vec::with_capacity(nd.rows * nd.slice);
+    for row in 0..nd.rows {
+        let mut at = (row / nd.rows_per_batch.max(1)) * nd.batch_stride;
+        let mut stride = nd.batch_stride;
+        for j in 0..nd.k {
+            let dim = data_shape[batch_dims + j];
+            stride /= dim.max(1);
+            at += resolve(idx[row * nd.k + j], dim)? * stride;
+        }
+        elements.extend(at..at + nd.slice);
+    }
+    Ok(elements)
 }
 
 /// `data` with `updates[u]` combined into element `targets[u]`, updates in order.
@@ -317,32 +329,10 @@ pub(super) fn gather(data: Arg, indices: Arg, axis: usize) -> Result<TensorData>
 /// ONNX GatherND: for each row of `indices`, the data slice its `k` coordinates (into axes
 /// `batch_dims..`, negative ones counting from the end) address, in the row's batch.
 pub(super) fn gather_nd(data: Arg, indices: Arg, batch_dims: usize) -> Result<TensorData> {
-    let k = indices.shape.last().copied().unwrap_or(0);
-    if indices.shape.is_empty()
-        || batch_dims >= indices.shape.len()
-        || batch_dims + k > data.shape.len()
-    {
-        return Err(fail("GatherND indices do not fit the data"));
-    }
-    let idx = ints(indices.data).ok_or_else(|| fail("indices must be integers"))?;
-    let slice: usize = data.shape[batch_dims + k..].iter().product();
-    let batch_stride: usize = data.shape[batch_dims..].iter().product();
-    let rows_per_batch: usize = indices.shape[batch_dims..indices.shape.len() - 1]
-        .iter()
-        .product();
-    let rows: usize = indices.shape[..indices.shape.len() - 1].iter().product();
-    let mut map = Vec::with_capacity(rows * slice);
-    for row in 0..rows {
-        let mut at = (row / rows_per_batch.max(1)) * batch_stride;
-        let mut stride = batch_stride;
-        for j in 0..k {
-            let dim = data.shape[batch_dims + j];
-            stride /= dim.max(1);
-            at += resolve(idx[row * k + j], dim)? * stride;
-        }
-        map.extend(at..at + slice);
-    }
-    take(data.data, &map)
+    take(
+        data.data,
+        &nd_elements(data.shape, indices, batch_dims, "GatherND")?,
+    )
 }
 
 /// The data with one more element, `value` cast to its type, at the end.
