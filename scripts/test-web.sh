@@ -28,3 +28,6 @@ step "wasm-bindgen + wasm-opt (web/build.sh)" 1200 web/build.sh
 cd web
 step "npm package tests (Node.js, Chromium, damaged models)" 900 \
     node --test --test-reporter=spec test/node.test.mjs test/browser.test.mjs test/damaged.test.mjs
+# Last: it rebuilds dist/ (prepack), which the tests above load.
+step "npm pack (prepack builds the package; refuses without the toolchain)" 1200 \
+    node --test --test-reporter=spec test/pack.test.mjs

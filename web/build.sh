@@ -8,6 +8,21 @@ cd "$(dirname "$0")"
 root="$(cd .. && pwd)"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 
+# What a fresh machine may lack, said before anything is built (`npm pack` runs this too).
+missing=()
+rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
+    || missing+=("the wasm32-unknown-unknown target (rustup target add wasm32-unknown-unknown)")
+wanted="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' "$root/Cargo.lock")"
+[ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" = "$wanted" ] \
+    || missing+=("wasm-bindgen-cli $wanted (cargo install wasm-bindgen-cli --version $wanted)")
+[ -x node_modules/.bin/wasm-opt ] || missing+=("binaryen's wasm-opt (npm ci in web/)")
+if [ ${#missing[@]} -gt 0 ]; then
+    printf 'web/build.sh cannot build the package; missing:\n' >&2
+    printf '  - %s\n' "${missing[@]}" >&2
+    printf 'scripts/test-web.sh installs all of them.\n' >&2
+    exit 1
+fi
+
 (cd "$root" && cargo build -p tessera-wasm --target wasm32-unknown-unknown --profile wasm-release --locked)
 
 rm -rf dist && mkdir -p dist/wasm

@@ -2,6 +2,7 @@
 // (wasm SIMD, one thread) and webgpu backends and on onnxruntime-web's wasm (one thread) and
 // webgpu backends, interleaved per model. Prints median latencies and ratios tessera/ort.
 // Usage: node bench/browser_vs_ort_web.mjs [--runs N] [--warmup W] [--models a,b] [--backends cpu,webgpu]
+//   [--profile N]: after the table, Tessera's cpu time per op type for each model (N runs).
 import { chromium } from 'playwright-core';
 import { startServer } from '../test/serve.mjs';
 import { sharedModels } from '../test/models.mjs';
@@ -11,6 +12,7 @@ const runs = Number(args.runs ?? 10);
 const warmup = Number(args.warmup ?? 2);
 const only = args.models?.split(',');
 const backends = (args.backends ?? 'cpu,webgpu').split(',');
+const profileRuns = args.profile ? Number(args.profile) : 0;
 const models = sharedModels().filter((m) => !only || only.includes(m.name));
 
 const server = await startServer();
@@ -45,5 +47,15 @@ const geomean = (pairs) => {
   return ok.length ? Math.exp(ok.reduce((s, [a, b]) => s + Math.log(a.ms / b.ms), 0) / ok.length).toFixed(2) + ` over ${ok.length}` : '–';
 };
 console.log(`geomean tessera/ort-web: cpu ${geomean(rows.map((r) => [r.tc, r.oc]))}, webgpu ${geomean(rows.map((r) => [r.tg, r.og]))}`);
+for (const model of profileRuns ? models : []) {
+  const p = await page.evaluate(([n, f, k]) => window.profileTessera(n, f, k), [model.name, model.files, profileRuns]);
+  if (p.error) {
+    console.log(`profile ${model.name}: ${p.error}`);
+    continue;
+  }
+  const total = p.perOp.reduce((s, o) => s + o.msPerRun, 0);
+  const top = p.perOp.slice(0, 8).map((o) => `${o.op} ${o.msPerRun.toFixed(2)} (${o.nodes})`).join(', ');
+  console.log(`profile ${model.name}: ${total.toFixed(2)} ms/run: ${top}`);
+}
 await browser.close();
 server.close();

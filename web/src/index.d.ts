@@ -51,6 +51,25 @@ export interface ValueMetadata {
   isTensor: true;
 }
 
+/** Where a plan's steps run: the answer to "which device runs each op". */
+export interface Placement {
+  backend: 'webgpu' | 'cpu';
+  /** The WebGPU adapter; undefined on cpu. */
+  device?: string;
+  steps: { node: string; op: string; runsOn: 'webgpu' | 'cpu'; why?: string; outputs: string[] }[];
+  /** Copies per run: graph inputs and outputs, and those a step on the cpu causes (`fallback`). */
+  copies: { value: string; bytes: number; direction: 'toDevice' | 'toHost'; beforeStep: number; cause: 'inputOutput' | 'fallback' }[];
+}
+
+/** Time per run, in ms, slowest first. */
+export interface Profile {
+  /** How it was measured. */
+  method: string;
+  runs: number;
+  perOp: { op: string; msPerRun: number; nodes: number }[];
+  perNode: { node: string; op: string; msPerRun: number }[];
+}
+
 export class InferenceSession {
   static create(model: string | URL | Uint8Array | ArrayBuffer | ArrayBufferView, options?: SessionOptions): Promise<InferenceSession>;
   /** 'webgpu' or 'cpu'. */
@@ -64,6 +83,10 @@ export class InferenceSession {
   readonly inputMetadata: readonly ValueMetadata[];
   readonly outputMetadata: readonly ValueMetadata[];
   run(feeds: Record<string, Tensor>, fetches?: readonly string[]): Promise<Record<string, Tensor>>;
+  /** Where each step runs for these feeds, and what a run copies between cpu and GPU (nothing is run). */
+  placement(feeds: Record<string, Tensor>): Promise<Placement>;
+  /** Where a run's time goes on the cpu backend: every node timed over `runs` runs (default 10). */
+  profile(feeds: Record<string, Tensor>, options?: { runs?: number }): Promise<Profile>;
   release(): Promise<void>;
 }
 

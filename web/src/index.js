@@ -246,13 +246,17 @@ export class InferenceSession {
     return result;
   }
 
-  async #run(feeds, fetches) {
+  #feedList(feeds) {
     if (!this.#inner) throw new Error('this session was released');
     if (feeds === null || typeof feeds !== 'object') throw new TypeError('feeds must be an object of { inputName: Tensor }');
-    const list = Object.entries(feeds).map(([name, t]) => {
+    return Object.entries(feeds).map(([name, t]) => {
       if (!(t instanceof Tensor)) throw new TypeError(`feed '${name}' is not a Tensor`);
       return { name, type: t.type, dims: t.dims, data: t.data };
     });
+  }
+
+  async #run(feeds, fetches) {
+    const list = this.#feedList(feeds);
     if (fetches) {
       for (const name of fetches) {
         if (!this.outputNames.includes(name)) throw new Error(`unknown output '${name}' (outputs: ${this.outputNames.join(', ')})`);
@@ -263,6 +267,57 @@ export class InferenceSession {
     for (const raw of outputs) {
       if (!fetches || fetches.includes(raw.name)) result[raw.name] = fromWasm(raw);
     }
+    return result;
+  }
+
+  /**
+   * Where a run's time goes (cpu backend): runs on `feeds` `options.runs` times (default 10),
+   * timing every node; resolves to `{ method, runs, perOp: [{ op, msPerRun, nodes }],
+   * perNode: [{ node, op, msPerRun }] }`, slowest first. Queued like `run`.
+   */
+  profile(feeds, options = {}) {
+    const result = this.#queue.then(async () => {
+      const list = this.#feedList(feeds);
+      const runs = options.runs ?? 10;
+      if (!Number.isInteger(runs) || runs < 1) throw new RangeError(`runs must be a positive integer, got ${runs}`);
+      const json = await this.#instance.callAsync(() => this.#inner.profile(list, runs));
+      const raw = JSON.parse(json);
+      return {
+        method: raw.method,
+        runs: raw.runs,
+        perOp: raw.per_op.map((o) => ({ op: o.op, msPerRun: o.ms_per_run, nodes: o.nodes })),
+        perNode: raw.per_node.map((n) => ({ node: n.node, op: n.op, msPerRun: n.ms_per_run })),
+      };
+    });
+    this.#queue = result.catch(() => {});
+    return result;
+  }
+
+  /**
+   * Where each step runs for these feeds and what a run copies between the cpu and the GPU,
+   * without running: `{ backend, device, steps: [{ node, op, runsOn, why, outputs }],
+   * copies: [{ value, bytes, direction: 'toDevice' | 'toHost', beforeStep, cause: 'inputOutput' |
+   * 'fallback' }] }`. `runsOn` is 'webgpu' or 'cpu'; `why` says why a step left WebGPU.
+   */
+  placement(feeds) {
+    const result = this.#queue.then(() => {
+      const list = this.#feedList(feeds);
+      const raw = JSON.parse(this.#instance.call(() => this.#inner.placement(list)));
+      const device = (name) => (name === 'wgpu' ? 'webgpu' : name === 'host' ? 'cpu' : name);
+      return {
+        backend: device(raw.backend),
+        device: raw.device ?? undefined,
+        steps: raw.steps.map((s) => ({ node: s.node, op: s.op, runsOn: device(s.runs_on), why: s.why ?? undefined, outputs: s.outputs })),
+        copies: raw.copies.map((c) => ({
+          value: c.value,
+          bytes: c.bytes,
+          direction: c.direction === 'host_to_device' ? 'toDevice' : 'toHost',
+          beforeStep: c.before_step,
+          cause: c.cause === 'fallback' ? 'fallback' : 'inputOutput',
+        })),
+      };
+    });
+    this.#queue = result.catch(() => {});
     return result;
   }
 

@@ -75,6 +75,36 @@ test('webgpu reports the browser adapter it runs on', async () => {
   assert.equal(info.reason, 'wgpu requested');
 });
 
+test('placement says which device runs each step and what crosses to the cpu', async () => {
+  const result = await page.evaluate(async () => {
+    const { InferenceSession, Tensor } = window.tessera;
+    // Relu -> Reshape -> Det -> Mul; WebGPU has no Det.
+    const bytes = new Uint8Array(await (await fetch('/testdata/diagnostics/det.onnx')).arrayBuffer());
+    const x = new Tensor('float32', Float32Array.from({ length: 16 }, (_, i) => (i % 5) - 1), [1, 16]);
+    const strict = await InferenceSession.create(bytes, { backend: 'webgpu' }).then(() => 'loaded', (e) => e.message);
+    const session = await InferenceSession.create(bytes, { backend: 'webgpu', allowFallback: true });
+    const placement = await session.placement({ x });
+    const out = await session.run({ x });
+    await session.release();
+    return { strict, placement, scores: Array.from(out.scores.data) };
+  });
+  assert.match(result.strict, /Det/, 'strict placement refuses the op it lacks');
+  const { placement } = result;
+  assert.equal(placement.backend, 'webgpu');
+  assert.match(placement.device, /BrowserWebGpu/);
+  const onCpu = placement.steps.filter((s) => s.runsOn === 'cpu');
+  assert.deepEqual(onCpu.map((s) => s.op), ['Det'], JSON.stringify(placement.steps));
+  assert.ok(onCpu[0].why.length > 0);
+  assert.ok(placement.steps.filter((s) => s.runsOn === 'webgpu').length >= 2);
+  const det = placement.steps.findIndex((s) => s.runsOn === 'cpu');
+  const fallback = placement.copies.filter((c) => c.cause === 'fallback');
+  // The Det's input comes back to the cpu, its output goes up again for the Mul.
+  assert.deepEqual(fallback.map((c) => [c.direction, c.beforeStep]), [['toHost', det], ['toDevice', det + 1]]);
+  assert.deepEqual(placement.copies.filter((c) => c.cause === 'inputOutput').map((c) => c.direction).sort(), ['toDevice', 'toHost']);
+  assert.ok(placement.copies.every((c) => c.bytes > 0));
+  assert.equal(result.scores.length, 1);
+});
+
 test('auto says which backend it picked and why', async () => {
   const info = await page.evaluate(async () => {
     const bytes = await window.readModel('mtcnn_rnet/model.onnx');

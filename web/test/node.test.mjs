@@ -58,3 +58,38 @@ test('onnxruntime-web style options and metadata', async () => {
   assert.deepEqual(out['461'].dims, [1, 384]);
   await session.release();
 });
+
+test('profile says where a cpu run spends its time, op by op', async () => {
+  const session = await InferenceSession.create(join(modelsDir, 'mtcnn_rnet/model.onnx'), { backend: 'cpu' });
+  const input = new Tensor('float32', new Float32Array(24 * 24 * 3).fill(0.5), [1, 24, 24, 3]);
+  const profile = await session.profile({ [session.inputNames[0]]: input }, { runs: 3 });
+  assert.equal(profile.runs, 3);
+  assert.match(profile.method, /^cpu: /);
+  const ops = profile.perOp.map((o) => o.op);
+  // rnet is three convolutions (im2col + matrix product in tract's plan), pools, PRelus and
+  // dense layers: their ops are timed.
+  for (const op of ['Im2col', 'OptMatMul', 'FastMaxPool', 'FastBinChain(PRelu)']) assert.ok(ops.includes(op), `${op} among ${ops}`);
+  assert.ok(profile.perOp.every((o) => o.msPerRun >= 0 && o.nodes >= 1));
+  assert.equal(profile.perOp.reduce((n, o) => n + o.nodes, 0), profile.perNode.length);
+  for (let i = 1; i < profile.perOp.length; i++) assert.ok(profile.perOp[i - 1].msPerRun >= profile.perOp[i].msPerRun, 'slowest first');
+  await assert.rejects(session.profile({ [session.inputNames[0]]: input }, { runs: 0 }), RangeError);
+  await assert.rejects(session.profile({ wrong: input }), /input/);
+  // The session still runs after a refused profile.
+  const out = await session.run({ [session.inputNames[0]]: input });
+  assert.equal(Object.keys(out).length, 2);
+  await session.release();
+});
+
+test('placement on cpu: every step on the cpu, nothing copied', async () => {
+  const session = await InferenceSession.create(join(modelsDir, 'mtcnn_rnet/model.onnx'), { backend: 'cpu' });
+  const input = new Tensor('float32', new Float32Array(24 * 24 * 3), [1, 24, 24, 3]);
+  const placement = await session.placement({ [session.inputNames[0]]: input });
+  assert.equal(placement.backend, 'cpu');
+  assert.equal(placement.device, undefined);
+  assert.ok(placement.steps.length >= 5, JSON.stringify(placement.steps));
+  assert.ok(placement.steps.every((s) => s.runsOn === 'cpu' && s.why === undefined && s.outputs.length >= 1));
+  assert.ok(placement.steps.some((s) => /f32\[1, /.test(s.outputs[0])), 'outputs carry dtype and shape');
+  assert.deepEqual(placement.copies, []);
+  await assert.rejects(session.placement({ nope: input }), /input/);
+  await session.release();
+});

@@ -19,6 +19,7 @@ const MOUNTS = {
   '/models/': join(shared, 'models'),
   '/node/': join(shared, 'onnx-tests', 'node'),
   '/examples/': join(root, 'examples'),
+  '/testdata/': join(root, 'tests', 'data'),
 };
 
 const TYPES = {

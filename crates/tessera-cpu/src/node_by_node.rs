@@ -5,12 +5,15 @@
 
 use crate::CpuSession;
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// `std::time::Instant` where it exists; `performance.now()` in browsers and Node.js.
 use tessera_core::error::{catch_panic, chain_message};
 use tessera_core::tract_bridge::from_tract;
 use tessera_core::tract_onnx::prelude::*;
+use tessera_core::tract_onnx::tract_core::ops::source::TypedSource;
 use tessera_core::{Error, Result, Tensor};
 use tract_linalg::multithread::multithread_tract_scope;
+use web_time::Instant;
 
 /// The time one node of the optimized plan took, summed over the profiled runs.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -36,7 +39,40 @@ pub struct NonFiniteNode {
     pub outputs: Vec<Tensor>,
 }
 
+/// One node of the optimized plan, as it will run (all on the cpu).
+#[derive(Debug, Clone)]
+pub struct PlanNode {
+    pub node: String,
+    pub op: String,
+    /// Each output's type and shape, e.g. `f32[1, 16, 32, 32]`.
+    pub outputs: Vec<String>,
+}
+
 impl CpuSession {
+    /// The nodes of the optimized plan for these inputs, in evaluation order (constants and
+    /// model inputs left out).
+    pub fn plan_nodes(&self, inputs: &[Tensor]) -> Result<Vec<PlanNode>> {
+        let (plan, _) = self.plan_for(inputs)?;
+        let model = plan.runnable.model();
+        let nodes = (plan.runnable.order_without_consts().iter())
+            .map(|&id| model.node(id))
+            .filter(|node| !node.op_is::<TypedSource>())
+            .map(|node| PlanNode {
+                node: node.name.clone(),
+                op: node.op().name().to_string(),
+                outputs: (node.outputs.iter())
+                    .map(|o| {
+                        let dims: Vec<String> =
+                            o.fact.shape.iter().map(|d| d.to_string()).collect();
+                        let dtype = format!("{:?}", o.fact.datum_type).to_lowercase();
+                        format!("{dtype}[{}]", dims.join(", "))
+                    })
+                    .collect(),
+            })
+            .collect();
+        Ok(nodes)
+    }
+
     /// Runs the plan `runs` times, timing every node. Nodes run one after another, each on the
     /// executor the session's runs use for this plan (its pool once the thread calibration chose
     /// it), so node times add up to the run and show which ops gain from more threads.
@@ -75,7 +111,7 @@ impl CpuSession {
             })?;
         }
         let mut times: Vec<NodeTime> = times.into_values().collect();
-        times.sort_by(|a, b| b.total.cmp(&a.total));
+        times.sort_by_key(|t| std::cmp::Reverse(t.total));
         Ok(times)
     }
 

@@ -161,6 +161,41 @@ impl WasmSession {
     }
 }
 
+#[wasm_bindgen]
+impl WasmSession {
+    /// Where each step of the plan for `feeds` runs and what a run copies between host and
+    /// device, as JSON (`{backend, device, steps: [{node, op, runs_on, why, outputs}], copies:
+    /// [{value, bytes, direction, before_step, cause}]}`); nothing is run.
+    pub fn placement(&self, feeds: js_sys::Array) -> Result<String, JsError> {
+        let inputs = tensors::feeds_from_js(&feeds)?;
+        let placement = self.session.placement(inputs).map_err(js_error)?;
+        serde_json::to_string(&placement).map_err(js_error)
+    }
+
+    /// Where a run's time goes on the cpu: runs on `feeds` `runs` times, timing each node of the
+    /// optimized plan; resolves to the profile as JSON (`tessera bench`'s: `per_op`, slowest op
+    /// type first, and `per_node`, in ms per run).
+    pub fn profile(&self, feeds: js_sys::Array, runs: u32) -> js_sys::Promise {
+        let session = self.session.clone();
+        let busy = self.busy.clone();
+        settle(async move {
+            if busy.replace(true) {
+                return Err(busy_error().into());
+            }
+            let result = (|| {
+                let inputs = tensors::feeds_from_js(&feeds)?;
+                let profile =
+                    tessera::profile::profile(&session, inputs, runs).map_err(js_error)?;
+                serde_json::to_string(&profile).map_err(js_error)
+            })();
+            busy.set(false);
+            result
+                .map(|json| JsValue::from_str(&json))
+                .map_err(Into::into)
+        })
+    }
+}
+
 /// A promise of `future`, polled once right here: what completes without waiting (parsing a
 /// model, everything on the cpu) settles inside the caller's call, so that a panic traps there,
 /// where the JS layer sees it, and not in a microtask of the futures queue, where the trap would

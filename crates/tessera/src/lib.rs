@@ -18,15 +18,16 @@ pub mod check;
 pub mod compare;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod diagnostics;
+pub mod profile;
 mod session;
 
-pub use session::{DeviceTensor, Session, SessionBuilder};
+pub use session::{DeviceTensor, PlacementSummary, Session, SessionBuilder};
 /// Panic accounting: every panic, caught or not, is counted (tests assert none happened).
 pub use tessera_core::error::{install_panic_counter, panics_seen, panics_seen_on_this_thread};
 /// onnxruntime's `com.microsoft` quantization operators, which the core rewrites into standard ones.
 pub use tessera_core::ops::microsoft_quant::OPERATORS as MICROSOFT_QUANTIZATION_OPS;
 pub use tessera_core::plan::report::mib as plan_mib;
-pub use tessera_core::plan::{DeviceMemory, PlanReport, Transfers};
+pub use tessera_core::plan::{CopyPlacement, DeviceMemory, PlanReport, StepPlacement, Transfers};
 pub use tessera_core::tensor::{byte_count, element_count, npy, onnx_pb};
 pub use tessera_core::{
     Backend, BackendStatus, DType, Dim, Element, Error, IoInfo, Model, ModelInfo, QuantFormat,

@@ -4,7 +4,7 @@ use crate::resolve_backend;
 use std::path::Path;
 use std::sync::Arc;
 use tessera_core::model::inputs::order_inputs;
-use tessera_core::plan::{PlanReport, Trace, Transfers};
+use tessera_core::plan::{CopyPlacement, PlanReport, StepPlacement, Trace, Transfers};
 use tessera_core::{Backend, Error, Model, ModelInfo, Result, Tensor};
 
 /// Options for building a [`Session`].
@@ -149,6 +149,16 @@ pub struct Session {
     backend: Backend,
     choice: String,
     engine: Engine,
+}
+
+/// Where every step runs and what a run copies (see [`Session::placement`]).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PlacementSummary {
+    pub backend: String,
+    /// The device (adapter) name; `None` on cpu.
+    pub device: Option<String>,
+    pub steps: Vec<StepPlacement>,
+    pub copies: Vec<CopyPlacement>,
 }
 
 impl Session {
@@ -352,6 +362,40 @@ impl Session {
                 Ok(None)
             }
         }
+    }
+
+    /// Where each step of the plan for these inputs runs and what a run copies between host
+    /// and device, as data, on every backend (cpu: tract's optimized nodes, all on the host,
+    /// no copies).
+    pub fn placement(&self, inputs: Vec<(String, Tensor)>) -> Result<PlacementSummary> {
+        #[cfg(feature = "cpu")]
+        if let Some(cpu) = self.cpu() {
+            let ordered = order_inputs(self.info(), inputs)?;
+            let steps = (cpu.plan_nodes(&ordered)?.into_iter())
+                .map(|n| StepPlacement {
+                    node: n.node,
+                    op: n.op,
+                    runs_on: Backend::Cpu.to_string(),
+                    why: None,
+                    outputs: n.outputs,
+                })
+                .collect();
+            return Ok(PlacementSummary {
+                backend: Backend::Cpu.to_string(),
+                device: None,
+                steps,
+                copies: Vec::new(),
+            });
+        }
+        let report = self.plan_report(inputs)?.ok_or_else(|| {
+            Error::Internal(format!("no placement for the {} backend", self.backend))
+        })?;
+        Ok(PlacementSummary {
+            steps: report.step_placements(),
+            copies: report.copy_placements(),
+            backend: report.backend,
+            device: Some(report.device),
+        })
     }
 
     /// Runs with every step's output read back as soon as it ran (slow: for finding where

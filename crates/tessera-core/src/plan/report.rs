@@ -77,72 +77,135 @@ pub struct PlanReport {
     pub plan: Arc<Plan>,
 }
 
+/// Where one step runs, as data (`session.placement()` in browsers; `render` prints these).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StepPlacement {
+    /// The ONNX (tract) node it comes from.
+    pub node: String,
+    pub op: String,
+    /// The backend's name when the step runs on its device, `"host"` when it falls back.
+    pub runs_on: String,
+    /// Why it falls back to the host (`None` on the device).
+    pub why: Option<String>,
+    /// Each output's dtype and shape, e.g. `f32[1, 16, 32, 32]`.
+    pub outputs: Vec<String>,
+}
+
+/// One copy between host and device per run, as data.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CopyPlacement {
+    /// The value copied.
+    pub value: String,
+    pub bytes: usize,
+    /// `"host_to_device"` or `"device_to_host"`.
+    pub direction: &'static str,
+    /// The step that needs it (the step count for outputs read back at the end).
+    pub before_step: usize,
+    /// `"input_output"` (every device backend pays it) or `"fallback"` (a step on the host).
+    pub cause: &'static str,
+}
+
 impl PlanReport {
+    /// Every step: where it runs, and why when on the host.
+    pub fn step_placements(&self) -> Vec<StepPlacement> {
+        let plan = &self.plan;
+        plan.steps
+            .iter()
+            .zip(&self.placement.steps)
+            .enumerate()
+            .map(|(ix, (step, device))| StepPlacement {
+                node: step.node.clone(),
+                op: step.op.name(),
+                runs_on: match device {
+                    Device::Device => self.backend.clone(),
+                    Device::Host => "host".into(),
+                },
+                why: match device {
+                    Device::Device => None,
+                    Device::Host => Some(
+                        self.placement
+                            .host_reasons
+                            .get(ix)
+                            .cloned()
+                            .flatten()
+                            .unwrap_or_else(|| "fallback".into()),
+                    ),
+                },
+                outputs: step
+                    .outputs
+                    .iter()
+                    .filter_map(|&id| plan.value(id).ok())
+                    .map(|v| format!("{}{:?}", v.dtype, v.shape))
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// Every copy of a run: graph inputs and outputs first, then those fallback causes.
+    pub fn copy_placements(&self) -> Vec<CopyPlacement> {
+        let io = self
+            .placement
+            .io_transfers
+            .iter()
+            .map(|t| (t, "input_output"));
+        let fallback = (self.placement.fallback_transfers.iter()).map(|t| (t, "fallback"));
+        io.chain(fallback)
+            .map(|(transfer, cause)| CopyPlacement {
+                value: (self.plan.value(transfer.value))
+                    .map(|v| v.name.clone())
+                    .unwrap_or_default(),
+                bytes: transfer.bytes,
+                direction: match transfer.direction {
+                    TransferDirection::HostToDevice => "host_to_device",
+                    TransferDirection::DeviceToHost => "device_to_host",
+                },
+                before_step: transfer.before_step,
+                cause,
+            })
+            .collect()
+    }
+
     /// A table of every step (device or host, with the reason), then every copy.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let plan = &self.plan;
+        let steps = self.step_placements();
         let host = self.placement.host_steps();
         let _ = writeln!(
             out,
             "placement on {} ({}): {} step(s), {} on the device, {} on the host",
             self.backend,
             self.device,
-            plan.steps.len(),
-            plan.steps.len() - host,
+            steps.len(),
+            steps.len() - host,
             host
         );
-        for (ix, (step, device)) in plan.steps.iter().zip(&self.placement.steps).enumerate() {
-            let shapes: Vec<String> = step
-                .outputs
-                .iter()
-                .filter_map(|&id| plan.value(id).ok())
-                .map(|v| format!("{}{:?}", v.dtype, v.shape))
-                .collect();
-            let place = match device {
-                Device::Device => self.backend.clone(),
-                Device::Host => format!(
-                    "HOST ({})",
-                    self.placement
-                        .host_reasons
-                        .get(ix)
-                        .cloned()
-                        .flatten()
-                        .unwrap_or_else(|| "fallback".into())
-                ),
+        for (ix, step) in steps.iter().enumerate() {
+            let place = match &step.why {
+                None => step.runs_on.clone(),
+                Some(why) => format!("HOST ({why})"),
             };
             let _ = writeln!(
                 out,
                 "  {ix:>4}  {:<24} {:<32} -> {:<28} {place}",
-                step.op.name(),
+                step.op,
                 step.node,
-                shapes.join(", ")
+                step.outputs.join(", ")
             );
         }
         let _ = writeln!(out, "copies between host and device per run:");
-        for transfer in self
-            .placement
-            .io_transfers
-            .iter()
-            .chain(&self.placement.fallback_transfers)
-        {
-            let name = plan
-                .value(transfer.value)
-                .map(|v| v.name.clone())
-                .unwrap_or_default();
-            let (what, direction) = match transfer.direction {
-                TransferDirection::HostToDevice => ("upload", "host -> device"),
-                TransferDirection::DeviceToHost => ("read-back", "device -> host"),
+        for copy in self.copy_placements() {
+            let (what, direction) = match copy.direction {
+                "host_to_device" => ("upload", "host -> device"),
+                _ => ("read-back", "device -> host"),
             };
-            let kind = if self.placement.io_transfers.contains(transfer) {
-                "graph input/output"
-            } else {
-                "FALLBACK"
+            let kind = match copy.cause {
+                "fallback" => "FALLBACK",
+                _ => "graph input/output",
             };
             let _ = writeln!(
                 out,
-                "  {what:<9} {name:<32} {:>12} bytes  {direction}  ({kind}, before step {})",
-                transfer.bytes, transfer.before_step
+                "  {what:<9} {:<32} {:>12} bytes  {direction}  ({kind}, before step {})",
+                copy.value, copy.bytes, copy.before_step
             );
         }
         let m = &self.memory;
