@@ -27,9 +27,16 @@ export class Tensor<T extends TensorType = TensorType> {
   constructor(type: T, data: TensorDataTypes[T] | readonly (number | bigint | boolean)[], dims?: readonly number[]);
   constructor(data: TensorDataTypes[T], dims?: readonly number[]);
   readonly type: T;
+  /** The elements; reading it on a 'gpu-buffer' tensor throws (use `getData()`). */
   readonly data: TensorDataTypes[T];
   readonly dims: readonly number[];
   readonly size: number;
+  /** 'cpu', or 'gpu-buffer' for a run's output kept in WebGPU memory. */
+  readonly location: 'cpu' | 'gpu-buffer';
+  /** The elements (a 'gpu-buffer' tensor is downloaded, once). */
+  getData(): Promise<TensorDataTypes[T]>;
+  /** Frees a 'gpu-buffer' tensor's GPU memory now (nothing for cpu tensors). */
+  dispose(): void;
 }
 
 export type Backend = 'auto' | 'webgpu' | 'cpu' | 'wasm';
@@ -41,6 +48,11 @@ export interface SessionOptions {
   executionProviders?: readonly (string | { name: string })[];
   /** On WebGPU, run the ops it lacks on the cpu (each copy reported) instead of refusing. */
   allowFallback?: boolean;
+  /**
+   * 'gpu-buffer': on WebGPU, run() leaves outputs in GPU memory (`location: 'gpu-buffer'`), to
+   * feed later runs of any session without a copy. On the cpu backend outputs are on the cpu.
+   */
+  preferredOutputLocation?: 'cpu' | 'gpu-buffer';
 }
 
 export interface ValueMetadata {
@@ -82,7 +94,10 @@ export class InferenceSession {
   readonly outputNames: readonly string[];
   readonly inputMetadata: readonly ValueMetadata[];
   readonly outputMetadata: readonly ValueMetadata[];
+  /** Feeds may be 'gpu-buffer' tensors from earlier runs (WebGPU sessions only). */
   run(feeds: Record<string, Tensor>, fetches?: readonly string[]): Promise<Record<string, Tensor>>;
+  /** Bytes the last run copied between cpu and GPU; undefined on the cpu backend. */
+  readonly lastTransfers: { inputBytes: number; outputBytes: number; fallbackBytes: number } | undefined;
   /** Where each step runs for these feeds, and what a run copies between cpu and GPU (nothing is run). */
   placement(feeds: Record<string, Tensor>): Promise<Placement>;
   /** Where a run's time goes on the cpu backend: every node timed over `runs` runs (default 10). */

@@ -184,11 +184,68 @@ export class Tensor {
     this.data = data;
     this.dims = dims;
     this.size = size;
+    /** 'cpu' (its `data` is here) or 'gpu-buffer' (in WebGPU memory: `await getData()`). */
+    this.location = 'cpu';
   }
+
+  /** The elements (on the GPU: downloaded, once). */
+  async getData() {
+    return this.data;
+  }
+
+  /** Frees GPU memory at once (GPU tensors; nothing to do for cpu ones). */
+  dispose() {}
 }
 
 function fromWasm(raw) {
   return new Tensor(raw.type, raw.data, raw.dims);
+}
+
+/**
+ * A run's output kept in WebGPU memory (`preferredOutputLocation: 'gpu-buffer'`): feed it to a
+ * later run without a round trip through JS, or download it with `getData()`.
+ */
+class GpuTensor extends Tensor {
+  #handle;
+  #instance;
+  #downloaded;
+
+  constructor(handle, instance) {
+    const dims = Array.from(instance.call(() => handle.dims()));
+    const type = instance.call(() => handle.typeName());
+    // An empty stand-in of the right type: the elements stay on the GPU.
+    super(type, new TYPED_ARRAYS[type](0), [0]);
+    const size = dims.reduce((a, b) => a * b, 1);
+    Object.assign(this, { dims, size, location: 'gpu-buffer' });
+    this.#handle = handle;
+    this.#instance = instance;
+  }
+
+  get data() {
+    throw new Error('this tensor is in WebGPU memory (location "gpu-buffer"): await tensor.getData() to download it');
+  }
+
+  set data(_) {}
+
+  async getData() {
+    if (!this.#handle) throw new Error('this GPU tensor was disposed');
+    this.#downloaded ??= this.#instance.callAsync(() => this.#handle.download()).then((raw) => raw.data);
+    return this.#downloaded;
+  }
+
+  dispose() {
+    if (this.#handle && !this.#instance.dead) this.#instance.call(() => this.#handle.free());
+    this.#handle = undefined;
+  }
+
+  /** A handle for one run of a session in `instance` (each run's feeds take their own). */
+  handleFor(instance, name) {
+    if (!this.#handle) throw new Error(`feed '${name}' is a disposed GPU tensor`);
+    if (instance !== this.#instance) {
+      throw new Error(`feed '${name}' is in the GPU memory of a module instance that trapped: it is gone`);
+    }
+    return instance.call(() => this.#handle.share());
+  }
 }
 
 /** A model bound to a backend: `await InferenceSession.create(model, { backend })`. */
@@ -198,10 +255,13 @@ export class InferenceSession {
   #queue = Promise.resolve();
   #metadata;
 
-  constructor(inner, instance) {
+  #outputsOnGpu;
+
+  constructor(inner, instance, outputsOnGpu) {
     this.#inner = inner;
     this.#instance = instance;
     this.#metadata = JSON.parse(instance.call(() => inner.metadata()));
+    this.#outputsOnGpu = outputsOnGpu && this.backend === 'webgpu';
   }
 
   /**
@@ -210,13 +270,20 @@ export class InferenceSession {
    * 'webgpu', or 'cpu' ('wasm' too). onnxruntime-web's `executionProviders: ['webgpu']` works.
    * options.allowFallback: on WebGPU, run the ops it lacks on the cpu (each copy reported)
    * instead of refusing the model.
+   * options.preferredOutputLocation: 'cpu' (default) or 'gpu-buffer': on WebGPU, outputs stay in
+   * GPU memory (Tensors with location 'gpu-buffer') to feed later runs without a copy; on the
+   * cpu backend outputs are on the cpu whatever this says (their `location` tells).
    */
   static async create(model, options = {}) {
     const backend = options.backend ?? providerName(options.executionProviders?.[0]) ?? 'auto';
+    const location = options.preferredOutputLocation ?? 'cpu';
+    if (location !== 'cpu' && location !== 'gpu-buffer') {
+      throw new TypeError(`preferredOutputLocation must be 'cpu' or 'gpu-buffer', got ${JSON.stringify(location)}`);
+    }
     const bytes = await modelBytes(model);
     const instance = await ensureInit();
     const inner = await instance.callAsync((glue) => glue.WasmSession.create(bytes, backend, !!options.allowFallback));
-    return new InferenceSession(inner, instance);
+    return new InferenceSession(inner, instance, location === 'gpu-buffer');
   }
 
   /** The backend running this session: 'webgpu' or 'cpu'. */
@@ -251,23 +318,56 @@ export class InferenceSession {
     if (feeds === null || typeof feeds !== 'object') throw new TypeError('feeds must be an object of { inputName: Tensor }');
     return Object.entries(feeds).map(([name, t]) => {
       if (!(t instanceof Tensor)) throw new TypeError(`feed '${name}' is not a Tensor`);
+      if (t instanceof GpuTensor) {
+        throw new Error(`feed '${name}' is in WebGPU memory; only run() takes GPU tensors (download it with await tensor.getData())`);
+      }
       return { name, type: t.type, dims: t.dims, data: t.data };
     });
   }
 
   async #run(feeds, fetches) {
-    const list = this.#feedList(feeds);
+    if (!this.#inner) throw new Error('this session was released');
+    if (feeds === null || typeof feeds !== 'object') throw new TypeError('feeds must be an object of { inputName: Tensor }');
     if (fetches) {
       for (const name of fetches) {
         if (!this.outputNames.includes(name)) throw new Error(`unknown output '${name}' (outputs: ${this.outputNames.join(', ')})`);
       }
     }
-    const outputs = await this.#instance.callAsync(() => this.#inner.run(list));
+    const onGpu = Object.entries(feeds).filter(([, t]) => t instanceof GpuTensor);
+    if (onGpu.length && this.backend !== 'webgpu') {
+      throw new Error(`feed '${onGpu[0][0]}' is in WebGPU memory and this session runs on the cpu: download it first (await tensor.getData()); Tessera does not copy it for you`);
+    }
+    const list = this.#feedList(Object.fromEntries(Object.entries(feeds).filter(([, t]) => !(t instanceof GpuTensor))));
+    let outputs;
+    if (onGpu.length || this.#outputsOnGpu) {
+      const handles = onGpu.map(([name, t]) => t.handleFor(this.#instance, name));
+      outputs = await this.#instance.callAsync(() => this.#inner.runOnDevice(list, onGpu.map(([name]) => name), handles, this.#outputsOnGpu));
+    } else {
+      outputs = await this.#instance.callAsync(() => this.#inner.run(list));
+    }
     const result = {};
     for (const raw of outputs) {
-      if (!fetches || fetches.includes(raw.name)) result[raw.name] = fromWasm(raw);
+      const wanted = !fetches || fetches.includes(raw.name);
+      if (raw.device) {
+        // Outputs not fetched free their GPU memory at once.
+        if (wanted) result[raw.name] = new GpuTensor(raw.device, this.#instance);
+        else this.#instance.call(() => raw.device.free());
+      } else if (wanted) {
+        result[raw.name] = fromWasm(raw);
+      }
     }
     return result;
+  }
+
+  /**
+   * Bytes the last run copied between the cpu and the GPU: `{ inputBytes, outputBytes,
+   * fallbackBytes }` (fallback: steps WebGPU lacks, with allowFallback); undefined on the cpu.
+   */
+  get lastTransfers() {
+    const json = this.#get('lastTransfers');
+    if (json === undefined) return undefined;
+    const t = JSON.parse(json);
+    return { inputBytes: t.input_bytes, outputBytes: t.output_bytes, fallbackBytes: t.fallback_bytes };
   }
 
   /**

@@ -105,6 +105,61 @@ test('placement says which device runs each step and what crosses to the cpu', a
   assert.equal(result.scores.length, 1);
 });
 
+test("outputs kept in WebGPU memory feed the next run with nothing copied ('gpu-buffer')", async () => {
+  const r = await page.evaluate(async () => {
+    const { InferenceSession, Tensor } = window.tessera;
+    const bytes = new Uint8Array(await (await fetch('/node/test_neg/model.onnx')).arrayBuffer());
+    const values = Float32Array.from({ length: 60 }, (_, i) => i / 7 - 3);
+    const x = new Tensor('float32', values, [3, 4, 5]);
+    const neg = await InferenceSession.create(bytes, { backend: 'webgpu', preferredOutputLocation: 'gpu-buffer' });
+    const first = (await neg.run({ x })).y;
+    const firstCopies = neg.lastTransfers;
+    let readData;
+    try { readData = first.data; } catch (error) { readData = error.message; }
+    // neg(neg(x)) on the GPU, straight from the first run's output.
+    const second = (await neg.run({ x: first })).y;
+    const secondCopies = neg.lastTransfers;
+    // A session that reads its outputs back: only the output crosses.
+    const toCpu = await InferenceSession.create(bytes, { backend: 'webgpu' });
+    const third = (await toCpu.run({ x: second })).y;
+    const thirdCopies = toCpu.lastTransfers;
+    const cpu = await InferenceSession.create(bytes, { backend: 'cpu' });
+    const cpuRefusal = await cpu.run({ x: first }).then(() => 'ran', (e) => e.message);
+    const cpuOutput = (await cpu.run({ x })).y;
+    first.dispose();
+    const disposedRefusal = await neg.run({ x: first }).then(() => 'ran', (e) => e.message);
+    const result = {
+      locations: [first.location, second.location, third.location, cpuOutput.location],
+      dims: second.dims,
+      readData,
+      firstCopies,
+      secondCopies,
+      thirdCopies,
+      cpuLastTransfers: cpu.lastTransfers ?? null,
+      second: Array.from(await second.getData()),
+      third: Array.from(third.data),
+      values: Array.from(values),
+      cpuRefusal,
+      disposedRefusal,
+    };
+    second.dispose();
+    await Promise.all([neg.release(), toCpu.release(), cpu.release()]);
+    return result;
+  });
+  assert.deepEqual(r.locations, ['gpu-buffer', 'gpu-buffer', 'cpu', 'cpu']);
+  assert.deepEqual(r.dims, [3, 4, 5]);
+  assert.match(r.readData, /WebGPU memory.*getData/);
+  assert.deepEqual(r.firstCopies, { inputBytes: 240, outputBytes: 0, fallbackBytes: 0 });
+  assert.deepEqual(r.secondCopies, { inputBytes: 0, outputBytes: 0, fallbackBytes: 0 });
+  assert.deepEqual(r.thirdCopies, { inputBytes: 0, outputBytes: 240, fallbackBytes: 0 });
+  assert.equal(r.cpuLastTransfers, null);
+  // Negation is exact: twice gives the input back, bit for bit.
+  assert.deepEqual(r.second, r.values);
+  assert.deepEqual(r.third, r.values.map((v) => -v));
+  assert.match(r.cpuRefusal, /in WebGPU memory and this session runs on the cpu.*getData/);
+  assert.match(r.disposedRefusal, /disposed/);
+});
+
 test('auto says which backend it picked and why', async () => {
   const info = await page.evaluate(async () => {
     const bytes = await window.readModel('mtcnn_rnet/model.onnx');

@@ -93,3 +93,16 @@ test('placement on cpu: every step on the cpu, nothing copied', async () => {
   await assert.rejects(session.placement({ nope: input }), /input/);
   await session.release();
 });
+
+test("preferredOutputLocation 'gpu-buffer' on the cpu backend: outputs are on the cpu, and say so", async () => {
+  await assert.rejects(InferenceSession.create(join(modelsDir, 'mtcnn_rnet/model.onnx'), { preferredOutputLocation: 'gpu' }), TypeError);
+  const session = await InferenceSession.create(join(modelsDir, 'mtcnn_rnet/model.onnx'), { backend: 'cpu', preferredOutputLocation: 'gpu-buffer' });
+  const input = new Tensor('float32', new Float32Array(24 * 24 * 3), [1, 24, 24, 3]);
+  const out = await session.run({ [session.inputNames[0]]: input });
+  for (const tensor of Object.values(out)) {
+    assert.equal(tensor.location, 'cpu');
+    assert.equal(await tensor.getData(), tensor.data);
+  }
+  assert.equal(session.lastTransfers, undefined);
+  await session.release();
+});

@@ -1040,6 +1040,20 @@ pub mod sessions {
         let expected = read(&dir, "output").remove(0);
         close(&second[0].to_host().unwrap(), &expected);
         close(&first[0].to_host().unwrap(), &expected);
+        // A device input, the output read back in the run: only the output crosses.
+        let read_back = session
+            .run_inputs(vec![Input::Device(first[0].clone())], false)
+            .unwrap();
+        let output_bytes = 4 * expected.shape().iter().product::<usize>();
+        let transfers = session.last_transfers();
+        assert_eq!(
+            (transfers.input_bytes, transfers.output_bytes),
+            (0, output_bytes)
+        );
+        match &read_back[..] {
+            [crate::engine::Output::Host(t)] => close(t, &expected),
+            _ => panic!("one output, read back to the host"),
+        }
     }
 
     pub fn weights_are_uploaded_once_per_session<B: Backend>() {

@@ -22,7 +22,7 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
-use tessera::{Backend, Session};
+use tessera::{Backend, DeviceTensor, Session};
 use wasm_bindgen::prelude::*;
 
 thread_local! {
@@ -163,6 +163,58 @@ impl WasmSession {
 
 #[wasm_bindgen]
 impl WasmSession {
+    /// Runs on `feeds` (host tensors, as for [`WasmSession::run`]) and `device_feeds` (named by
+    /// `device_names`: tensors already in this session's WebGPU memory, from an earlier run),
+    /// without copying those. With `outputs_on_device` the outputs stay on the device and
+    /// resolve as `{ name, device: WasmDeviceTensor }`; otherwise they are read back as `run`'s.
+    #[wasm_bindgen(js_name = runOnDevice)]
+    pub fn run_on_device(
+        &self,
+        feeds: js_sys::Array,
+        device_names: Vec<String>,
+        device_feeds: Vec<WasmDeviceTensor>,
+        outputs_on_device: bool,
+    ) -> js_sys::Promise {
+        let session = self.session.clone();
+        let busy = self.busy.clone();
+        settle(async move {
+            if busy.replace(true) {
+                return Err(busy_error().into());
+            }
+            let result = async {
+                let host = tensors::feeds_from_js(&feeds)?.into_iter();
+                let mut inputs: Vec<(String, DeviceTensor)> =
+                    host.map(|(n, t)| (n, DeviceTensor::Host(t))).collect();
+                let on_device = device_names.into_iter().zip(device_feeds);
+                inputs.extend(on_device.map(|(n, d)| (n, d.tensor)));
+                let outputs =
+                    (session.run_bound_async(inputs, outputs_on_device).await).map_err(js_error)?;
+                let list = js_sys::Array::new();
+                for (name, tensor) in outputs {
+                    match tensor {
+                        DeviceTensor::Host(host) => list.push(&tensors::tensor_to_js(&name, host)?),
+                        tensor => {
+                            let device = JsValue::from(WasmDeviceTensor { tensor });
+                            list.push(&tensors::named("device", &name, &device)?)
+                        }
+                    };
+                }
+                Ok::<_, JsError>(list)
+            }
+            .await;
+            busy.set(false);
+            result.map(Into::into).map_err(Into::into)
+        })
+    }
+
+    /// Bytes the last run copied between host and device, as JSON (`{input_bytes, output_bytes,
+    /// fallback_bytes}`); `undefined` on the cpu, which copies nothing.
+    #[wasm_bindgen(getter, js_name = lastTransfers)]
+    pub fn last_transfers(&self) -> Option<String> {
+        let transfers = self.session.last_transfers()?;
+        serde_json::to_string(&transfers).ok()
+    }
+
     /// Where each step of the plan for `feeds` runs and what a run copies between host and
     /// device, as JSON (`{backend, device, steps: [{node, op, runs_on, why, outputs}], copies:
     /// [{value, bytes, direction, before_step, cause}]}`); nothing is run.
@@ -193,6 +245,43 @@ impl WasmSession {
                 .map(|json| JsValue::from_str(&json))
                 .map_err(Into::into)
         })
+    }
+}
+
+/// A tensor in WebGPU memory: a run's output kept on the device, to feed later runs of any
+/// session of this module (they share one device) or to download.
+#[wasm_bindgen]
+pub struct WasmDeviceTensor {
+    tensor: DeviceTensor,
+}
+
+#[wasm_bindgen]
+impl WasmDeviceTensor {
+    pub fn dims(&self) -> Vec<f64> {
+        self.tensor.shape().iter().map(|&d| d as f64).collect()
+    }
+
+    /// onnxruntime-web's name of its element type.
+    #[wasm_bindgen(js_name = typeName)]
+    pub fn type_name(&self) -> String {
+        tensors::type_name(self.tensor.dtype()).into()
+    }
+
+    /// Copies it to the host; resolves to `{ name: "", type, dims, data }`.
+    pub fn download(&self) -> js_sys::Promise {
+        let tensor = self.tensor.clone();
+        settle(async move {
+            let host = tensor.to_host_async().await.map_err(js_error)?;
+            Ok(tensors::tensor_to_js("", host)?)
+        })
+    }
+
+    /// Another handle on the same device memory: each run's feeds take their own (the memory
+    /// is freed when the last handle is).
+    pub fn share(&self) -> WasmDeviceTensor {
+        WasmDeviceTensor {
+            tensor: self.tensor.clone(),
+        }
     }
 }
 

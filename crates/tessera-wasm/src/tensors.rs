@@ -134,6 +134,17 @@ pub fn tensor_to_js(name: &str, tensor: Tensor) -> Result<JsValue, JsError> {
     Ok(object.into())
 }
 
+/// `{ name, [key]: value }`.
+pub fn named(key: &str, name: &str, value: &JsValue) -> Result<JsValue, JsError> {
+    let object = Object::new();
+    let set = |k: &str, v: &JsValue| {
+        Reflect::set(&object, &k.into(), v).map_err(|_| JsError::new("building an output"))
+    };
+    set("name", &name.into())?;
+    set(key, value)?;
+    Ok(object.into())
+}
+
 /// The outputs, in order, as an array of tensor objects.
 pub fn outputs_to_js(outputs: Vec<(String, Tensor)>) -> Result<Array, JsError> {
     outputs

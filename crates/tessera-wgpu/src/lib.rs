@@ -22,7 +22,7 @@ mod shaders;
 pub use context::GpuContext;
 pub use tessera_gpu::repr;
 
-pub use session::{DeviceTensor, WgpuInput, WgpuOptions, WgpuSession};
+pub use session::{DeviceTensor, WgpuInput, WgpuOptions, WgpuOutput, WgpuSession};
 pub use tessera_core::plan::{DeviceMemory, PlanReport, Trace, Transfers};
 
 pub use probe::{AdapterSummary, adapters};

@@ -15,6 +15,8 @@ pub type DeviceTensor = engine::DeviceTensor<GpuContext>;
 
 /// A run's input: on the host, or already on the device.
 pub type WgpuInput = engine::Input<GpuContext>;
+/// A run's output, on the host or on the device.
+pub type WgpuOutput = engine::Output<GpuContext>;
 
 /// A model prepared to run on the wgpu device: every run, report, trace and profile method is
 /// the engine's [`GpuSession`]'s. Blocking calls work natively; in a browser use the `_async`

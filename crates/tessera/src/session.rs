@@ -168,6 +168,7 @@ impl Session {
     }
 
     /// The loaded model (for diagnostics that lower it themselves).
+    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn model(&self) -> &Model {
         &self.model
     }
@@ -182,8 +183,8 @@ impl Session {
         }
     }
 
-    /// The wgpu engine, when this session runs on wgpu.
-    #[cfg(feature = "wgpu")]
+    /// The wgpu engine, when this session runs on wgpu (natively: diagnostics and profiles).
+    #[cfg(all(feature = "wgpu", not(target_arch = "wasm32")))]
     pub(crate) fn wgpu(&self) -> Option<&tessera_wgpu::WgpuSession> {
         match &self.engine {
             Engine::Wgpu(wgpu) => Some(wgpu),
@@ -293,21 +294,9 @@ impl Session {
         let ordered = order_device_inputs(self.info(), inputs)?;
         let outputs: Vec<DeviceTensor> = match &self.engine {
             #[cfg(feature = "wgpu")]
-            Engine::Wgpu(wgpu) => {
-                let feeds = ordered
-                    .into_iter()
-                    .map(|input| match input {
-                        DeviceTensor::Host(t) => Ok(tessera_wgpu::WgpuInput::Host(t)),
-                        DeviceTensor::Wgpu(t) => Ok(tessera_wgpu::WgpuInput::Device(t)),
-                        #[allow(unreachable_patterns)]
-                        other => Ok(tessera_wgpu::WgpuInput::Host(other.to_host()?)),
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                wgpu.run_on_device(feeds)?
-                    .into_iter()
-                    .map(DeviceTensor::Wgpu)
-                    .collect()
-            }
+            Engine::Wgpu(wgpu) => (wgpu.run_on_device(wgpu_feeds(ordered)?)?.into_iter())
+                .map(DeviceTensor::Wgpu)
+                .collect(),
             #[cfg(feature = "cuda")]
             Engine::Cuda(cuda) => {
                 let feeds = ordered
@@ -345,6 +334,38 @@ impl Session {
             }
         };
         Ok(self.name_outputs(outputs))
+    }
+
+    /// Runs on inputs that may already be on the device (never copied back), without blocking
+    /// (in a browser, WebGPU work can only be awaited). With `outputs_on_device` the outputs stay
+    /// on the device ([`Session::run_on_device`]); else they are read back in the run, counted
+    /// in [`Session::last_transfers`], and come as [`DeviceTensor::Host`].
+    pub async fn run_bound_async(
+        &self,
+        inputs: Vec<(String, DeviceTensor)>,
+        outputs_on_device: bool,
+    ) -> Result<Vec<(String, DeviceTensor)>> {
+        #[cfg(feature = "wgpu")]
+        if let Engine::Wgpu(wgpu) = &self.engine {
+            let feeds = wgpu_feeds(order_device_inputs(self.info(), inputs)?)?;
+            let outputs = (wgpu
+                .run_inputs_async(feeds, outputs_on_device)
+                .await?
+                .into_iter())
+            .map(|output| match output {
+                tessera_wgpu::WgpuOutput::Device(t) => DeviceTensor::Wgpu(t),
+                tessera_wgpu::WgpuOutput::Host(t) => DeviceTensor::Host(t),
+            })
+            .collect();
+            return Ok(self.name_outputs(outputs));
+        }
+        let outputs = self.run_on_device(inputs)?;
+        if outputs_on_device {
+            return Ok(outputs);
+        }
+        (outputs.into_iter())
+            .map(|(name, t)| Ok((name, DeviceTensor::Host(t.to_host()?))))
+            .collect()
     }
 
     /// Where each step of the plan for these inputs runs, what crosses between host and
@@ -485,6 +506,16 @@ impl DeviceTensor {
         }
     }
 
+    /// [`DeviceTensor::to_host`] that waits for the device without blocking (browsers).
+    pub async fn to_host_async(&self) -> Result<Tensor> {
+        match self {
+            #[cfg(feature = "wgpu")]
+            DeviceTensor::Wgpu(t) => t.to_host_async().await,
+            #[allow(unreachable_patterns)]
+            other => other.to_host(),
+        }
+    }
+
     /// The tensor in host memory (a read-back from a device).
     pub fn to_host(&self) -> Result<Tensor> {
         match self {
@@ -495,6 +526,20 @@ impl DeviceTensor {
             DeviceTensor::Cuda(t) => t.to_host(),
         }
     }
+}
+
+/// A wgpu run's feeds: device tensors as they are, host ones to upload (tensors on another
+/// device come back to the host first).
+#[cfg(feature = "wgpu")]
+fn wgpu_feeds(ordered: Vec<DeviceTensor>) -> Result<Vec<tessera_wgpu::WgpuInput>> {
+    (ordered.into_iter())
+        .map(|input| match input {
+            DeviceTensor::Host(t) => Ok(tessera_wgpu::WgpuInput::Host(t)),
+            DeviceTensor::Wgpu(t) => Ok(tessera_wgpu::WgpuInput::Device(t)),
+            #[allow(unreachable_patterns)]
+            other => Ok(tessera_wgpu::WgpuInput::Host(other.to_host()?)),
+        })
+        .collect()
 }
 
 /// [`order_inputs`] for tensors that may be on a device: checked on their shapes and dtypes.

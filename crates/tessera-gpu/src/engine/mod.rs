@@ -11,7 +11,7 @@ mod executor;
 mod session;
 
 pub use executor::{Compiled, Feed, Produced, device_bytes, encode_steps};
-pub use session::{DeviceTensor, GpuOptions, GpuSession, Input};
+pub use session::{DeviceTensor, GpuOptions, GpuSession, Input, Output};
 
 use crate::kernels::{Launch, Target};
 use crate::repr::{self, Narrowing};

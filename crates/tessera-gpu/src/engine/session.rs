@@ -82,6 +82,12 @@ impl<G: Gpu> DeviceTensor<G> {
     }
 }
 
+/// A run's output: read back to the host, or left on the device.
+pub enum Output<G: Gpu> {
+    Host(Tensor),
+    Device(DeviceTensor<G>),
+}
+
 /// A run's input: on the host, or already on the device.
 pub enum Input<G: Gpu> {
     Host(Tensor),
@@ -278,6 +284,35 @@ impl<G: Gpu> GpuSession<G> {
 
     /// [`GpuSession::run_on_device`] without blocking.
     pub async fn run_on_device_async(&self, inputs: Vec<Input<G>>) -> Result<Vec<DeviceTensor<G>>> {
+        (self.run_inputs_async(inputs, true).await?.into_iter())
+            .map(|output| match output {
+                Output::Device(t) => Ok(t),
+                // A host step's output (fallback): put where the caller asked.
+                Output::Host(t) => self.upload(&t),
+            })
+            .collect()
+    }
+
+    /// [`GpuSession::run_inputs_async`], blocking (not in a browser).
+    pub fn run_inputs(&self, inputs: Vec<Input<G>>, on_device: bool) -> Result<Vec<Output<G>>> {
+        self.gpu.block_on(self.run_inputs_async(inputs, on_device))
+    }
+
+    /// Runs with inputs on the host or the device (never copied back); with `on_device` the
+    /// outputs stay on the device, else they are read back (counted in the run's transfers).
+    pub async fn run_inputs_async(
+        &self,
+        inputs: Vec<Input<G>>,
+        on_device: bool,
+    ) -> Result<Vec<Output<G>>> {
+        let elsewhere = (inputs.iter())
+            .position(|i| matches!(i, Input::Device(t) if !Arc::ptr_eq(&t.gpu, &self.gpu)));
+        if let Some(ix) = elsewhere {
+            return Err(Error::InputMismatch(format!(
+                "input {ix} is in another device's memory than this session's: copy it to the \
+                 host first"
+            )));
+        }
         let (entry, folding) = self.gpu.checked(|| self.plan_for_inputs(&inputs)).await?;
         let feeds: Vec<Feed<G::Buffer>> = inputs
             .iter()
@@ -288,20 +323,18 @@ impl<G: Gpu> GpuSession<G> {
                 Input::Device(t) => Feed::Device(&t.buffer),
             })
             .collect();
-        let (outputs, signatures) = self.execute(&entry, &feeds, true).await?;
-        outputs
-            .into_iter()
-            .zip(signatures)
-            .map(|(p, (shape, dtype))| match p {
-                Produced::Device(buffer) => Ok(DeviceTensor {
-                    gpu: self.gpu.clone(),
-                    buffer,
-                    shape,
-                    dtype,
-                }),
-                Produced::Host(t) => self.upload(&t),
-            })
-            .collect()
+        let (outputs, signatures) = self.execute(&entry, &feeds, on_device).await?;
+        let outputs = outputs.into_iter().zip(signatures);
+        let outputs = outputs.map(|(produced, (shape, dtype))| match produced {
+            Produced::Device(buffer) => Output::Device(DeviceTensor {
+                gpu: self.gpu.clone(),
+                buffer,
+                shape,
+                dtype,
+            }),
+            Produced::Host(t) => Output::Host(t),
+        });
+        Ok(outputs.collect())
     }
 
     /// Uploads a tensor to the device (counted as input bytes of no run).
