@@ -144,19 +144,27 @@ impl WasmSession {
     /// [`settle`]).
     pub fn run(&self, feeds: js_sys::Array) -> js_sys::Promise {
         let session = self.session.clone();
+        self.exclusive(async move {
+            let inputs = tensors::feeds_from_js(&feeds)?;
+            let outputs = session.run_async(inputs).await.map_err(js_error)?;
+            Ok(tensors::outputs_to_js(outputs)?.into())
+        })
+    }
+
+    /// A promise of `work` (see [`settle`]), refused while another call on this session is in
+    /// flight: a session's run state is not shared between runs, as in onnxruntime-web.
+    fn exclusive(
+        &self,
+        work: impl Future<Output = Result<JsValue, JsError>> + 'static,
+    ) -> js_sys::Promise {
         let busy = self.busy.clone();
         settle(async move {
             if busy.replace(true) {
                 return Err(busy_error().into());
             }
-            let result = async {
-                let inputs = tensors::feeds_from_js(&feeds)?;
-                let outputs = session.run_async(inputs).await.map_err(js_error)?;
-                tensors::outputs_to_js(outputs)
-            }
-            .await;
+            let result = work.await;
             busy.set(false);
-            result.map(Into::into).map_err(Into::into)
+            result.map_err(Into::into)
         })
     }
 }
@@ -176,34 +184,25 @@ impl WasmSession {
         outputs_on_device: bool,
     ) -> js_sys::Promise {
         let session = self.session.clone();
-        let busy = self.busy.clone();
-        settle(async move {
-            if busy.replace(true) {
-                return Err(busy_error().into());
+        self.exclusive(async move {
+            let host = tensors::feeds_from_js(&feeds)?.into_iter();
+            let mut inputs: Vec<(String, DeviceTensor)> =
+                host.map(|(n, t)| (n, DeviceTensor::Host(t))).collect();
+            let on_device = device_names.into_iter().zip(device_feeds);
+            inputs.extend(on_device.map(|(n, d)| (n, d.tensor)));
+            let outputs =
+                (session.run_bound_async(inputs, outputs_on_device).await).map_err(js_error)?;
+            let list = js_sys::Array::new();
+            for (name, tensor) in outputs {
+                match tensor {
+                    DeviceTensor::Host(host) => list.push(&tensors::tensor_to_js(&name, host)?),
+                    tensor => {
+                        let device = JsValue::from(WasmDeviceTensor { tensor });
+                        list.push(&tensors::named("device", &name, &device)?)
+                    }
+                };
             }
-            let result = async {
-                let host = tensors::feeds_from_js(&feeds)?.into_iter();
-                let mut inputs: Vec<(String, DeviceTensor)> =
-                    host.map(|(n, t)| (n, DeviceTensor::Host(t))).collect();
-                let on_device = device_names.into_iter().zip(device_feeds);
-                inputs.extend(on_device.map(|(n, d)| (n, d.tensor)));
-                let outputs =
-                    (session.run_bound_async(inputs, outputs_on_device).await).map_err(js_error)?;
-                let list = js_sys::Array::new();
-                for (name, tensor) in outputs {
-                    match tensor {
-                        DeviceTensor::Host(host) => list.push(&tensors::tensor_to_js(&name, host)?),
-                        tensor => {
-                            let device = JsValue::from(WasmDeviceTensor { tensor });
-                            list.push(&tensors::named("device", &name, &device)?)
-                        }
-                    };
-                }
-                Ok::<_, JsError>(list)
-            }
-            .await;
-            busy.set(false);
-            result.map(Into::into).map_err(Into::into)
+            Ok(list.into())
         })
     }
 
@@ -229,21 +228,12 @@ impl WasmSession {
     /// type first, and `per_node`, in ms per run).
     pub fn profile(&self, feeds: js_sys::Array, runs: u32) -> js_sys::Promise {
         let session = self.session.clone();
-        let busy = self.busy.clone();
-        settle(async move {
-            if busy.replace(true) {
-                return Err(busy_error().into());
-            }
-            let result = (|| {
-                let inputs = tensors::feeds_from_js(&feeds)?;
-                let profile =
-                    tessera::profile::profile(&session, inputs, runs).map_err(js_error)?;
-                serde_json::to_string(&profile).map_err(js_error)
-            })();
-            busy.set(false);
-            result
-                .map(|json| JsValue::from_str(&json))
-                .map_err(Into::into)
+        self.exclusive(async move {
+            let inputs = tensors::feeds_from_js(&feeds)?;
+            let profile = tessera::profile::profile(&session, inputs, runs).map_err(js_error)?;
+            Ok(JsValue::from_str(
+                &serde_json::to_string(&profile).map_err(js_error)?,
+            ))
         })
     }
 }
