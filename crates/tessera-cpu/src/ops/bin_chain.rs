@@ -17,7 +17,7 @@ use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::num_integer::Integer;
 use tessera_core::tract_onnx::tract_core::internal::*;
 use tessera_core::tract_onnx::tract_core::ops::binary::{
-    BinMiniOp, OptBinByScalar, OptBinChain, OptBinUnicast,
+    BinMiniOp, OptBinByScalar, OptBinChain, OptBinUnicast, TypedBinOp,
 };
 use tessera_core::tract_onnx::tract_core::ops::math;
 use tract_linalg::BinOp;
@@ -68,7 +68,7 @@ pub struct FastBinChain {
 
 impl FastBinChain {
     /// The fast version of tract's chain `op` (`OptBinChain`, or one step as `OptBinByScalar` /
-    /// `OptBinUnicast`) on operands of these shapes (the accumulator's first), when it applies:
+    /// `OptBinUnicast` / a plain `TypedBinOp`) on operands of these shapes (the accumulator's first), when it applies:
     /// the operands repeat in pieces long enough to vectorize (shorter ones stay with tract,
     /// whose short-period path repeats the operand instead). The datum types are checked by
     /// the caller.
@@ -87,6 +87,13 @@ impl FastBinChain {
             vec![(Step::from(op.linalg_op), Share::PerBlock)]
         } else if let Some(op) = op.downcast_ref::<OptBinUnicast>() {
             vec![(step_of(&*op.binop)?, Share::Row)]
+        } else if let Some(op) = op.downcast_ref::<TypedBinOp>() {
+            // What tract left unoptimized: where its by-scalar or unicast kernel is missing
+            // (wasm builds link only some of them) or its thresholds said no. The accumulator
+            // must be the first input, at the output's shape.
+            let [a, b] = shapes else { return None };
+            let share = share_of(a, b).filter(|_| op.1.is_none())?;
+            vec![(step_of(&*op.0)?, share)]
         } else {
             return None;
         };
@@ -236,7 +243,6 @@ enum Slope {
 /// `PRelu`: a comparison, a product and a select, each a pass over `x`; tract's f32 comparison
 /// alone took 76 of mtcnn_rnet's 300 µs) into one chain step. Returns how many.
 pub fn fuse_prelu(model: &mut TypedModel) -> TractResult<usize> {
-    use tessera_core::tract_onnx::tract_core::ops::binary::TypedBinOp;
     use tessera_core::tract_onnx::tract_core::ops::logic::{CompGT, CompLT, Iff};
     let is_zero = |model: &TypedModel, outlet: OutletId| {
         model
@@ -451,6 +457,31 @@ mod tests {
         assert_eq!(share_of(&nchw, &[1]), Some(Share::PerBlock));
         assert_eq!(share_of(&nchw, &[8, 5, 1]), None);
         assert_eq!(share_of(&[5, 5], &nchw), None);
+    }
+
+    #[test]
+    fn plain_binary_ops_tract_left_unoptimized_become_chains() {
+        let mul = TypedBinOp(Box::new(math::Mul), None);
+        let sub = TypedBinOp(Box::new(math::Sub), None);
+        let per_channel = [vec![1, 8, 6, 6], vec![8, 1, 1]];
+        let chain = FastBinChain::for_op(&mul, &per_channel).expect("per channel: one step");
+        assert_eq!(chain.steps, vec![(Step::Mul, Share::PerBlock)]);
+        let chain = FastBinChain::for_op(&sub, &[vec![4, 32], vec![32]]).expect("a row");
+        assert_eq!(chain.steps, vec![(Step::Sub, Share::Row)]);
+        // The accumulator second (output larger than input 0), pieces too short to vectorize,
+        // and a changed output type stay with tract.
+        assert!(FastBinChain::for_op(&mul, &[vec![8, 1, 1], vec![1, 8, 6, 6]]).is_none());
+        assert!(FastBinChain::for_op(&mul, &[vec![8, 2, 2], vec![8, 1, 1]]).is_none());
+        let typed = TypedBinOp(Box::new(math::Mul), Some(DatumType::F32));
+        assert!(FastBinChain::for_op(&typed, &per_channel).is_none());
+        // And it computes the product.
+        let a: Vec<f32> = (0..288).map(|i| i as f32 * 0.5 - 40.0).collect();
+        let b: Vec<f32> = (0..8).map(|c| c as f32 - 3.0).collect();
+        let chain = FastBinChain::for_op(&mul, &per_channel).unwrap();
+        let mut out = vec![0.0; a.len()];
+        chain.compute(&a, &[&b], &mut out).unwrap();
+        let expected: Vec<f32> = a.iter().enumerate().map(|(i, x)| x * b[i / 36]).collect();
+        assert_eq!(out, expected);
     }
 
     #[test]
