@@ -70,6 +70,39 @@ mod tests {
     }
 
     #[test]
+    fn keys_from_signatures_match_keys_from_tensors_without_the_tensors() {
+        let shape = Tensor::from_vec(vec![2], vec![3i64, 4]).unwrap();
+        let x = Tensor::from_vec(vec![1, 2], vec![0f32, 1.0]).unwrap();
+        let folding = [true, false];
+        let from_tensors = PlanKey::new(&[shape.clone(), x.clone()], &folding);
+        // x stands for a tensor on a device: only its dtype and shape are known.
+        let signatures = [
+            (shape.dtype(), shape.shape(), Some(&shape)),
+            (x.dtype(), x.shape(), None),
+        ];
+        let from_signatures = PlanKey::from_signatures(signatures.into_iter(), &folding);
+        assert_eq!(from_signatures, Some(from_tensors));
+        // Other folded values are another plan; a folded input with no values has no key.
+        let other = Tensor::from_vec(vec![2], vec![3i64, 5]).unwrap();
+        let signatures = [
+            (other.dtype(), other.shape(), Some(&other)),
+            (x.dtype(), x.shape(), None),
+        ];
+        assert_ne!(
+            PlanKey::from_signatures(signatures.into_iter(), &folding),
+            Some(PlanKey::new(&[shape.clone(), x.clone()], &folding))
+        );
+        let signatures = [
+            (shape.dtype(), shape.shape(), None),
+            (x.dtype(), x.shape(), Some(&x)),
+        ];
+        assert_eq!(
+            PlanKey::from_signatures(signatures.into_iter(), &folding),
+            None
+        );
+    }
+
+    #[test]
     fn evicts_the_least_recently_used() {
         let mut cache = PlanCache::new(2);
         cache.insert(key(1), 1);

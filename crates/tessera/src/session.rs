@@ -3,7 +3,7 @@
 use crate::resolve_backend;
 use std::path::Path;
 use std::sync::Arc;
-use tessera_core::model::inputs::order_inputs;
+use tessera_core::model::inputs::{Fed, order_inputs};
 use tessera_core::plan::{CopyPlacement, PlanReport, StepPlacement, Trace, Transfers};
 use tessera_core::{Backend, Error, Model, ModelInfo, Result, Tensor};
 
@@ -291,7 +291,7 @@ impl Session {
         &self,
         inputs: Vec<(String, DeviceTensor)>,
     ) -> Result<Vec<(String, DeviceTensor)>> {
-        let ordered = order_device_inputs(self.info(), inputs)?;
+        let ordered = order_inputs(self.info(), inputs)?;
         let outputs: Vec<DeviceTensor> = match &self.engine {
             #[cfg(feature = "wgpu")]
             Engine::Wgpu(wgpu) => (wgpu.run_on_device(wgpu_feeds(ordered)?)?.into_iter())
@@ -347,7 +347,7 @@ impl Session {
     ) -> Result<Vec<(String, DeviceTensor)>> {
         #[cfg(feature = "wgpu")]
         if let Engine::Wgpu(wgpu) = &self.engine {
-            let feeds = wgpu_feeds(order_device_inputs(self.info(), inputs)?)?;
+            let feeds = wgpu_feeds(order_inputs(self.info(), inputs)?)?;
             let outputs = (wgpu
                 .run_inputs_async(feeds, outputs_on_device)
                 .await?
@@ -542,28 +542,12 @@ fn wgpu_feeds(ordered: Vec<DeviceTensor>) -> Result<Vec<tessera_wgpu::WgpuInput>
         .collect()
 }
 
-/// [`order_inputs`] for tensors that may be on a device: checked on their shapes and dtypes.
-fn order_device_inputs(
-    info: &ModelInfo,
-    inputs: Vec<(String, DeviceTensor)>,
-) -> Result<Vec<DeviceTensor>> {
-    // Check names, dtypes and shapes with empty stand-ins, then put the real tensors in order.
-    let stand_ins = inputs
-        .iter()
-        .map(|(name, t)| {
-            let shape = t.shape().to_vec();
-            Ok((name.clone(), Tensor::zeros(t.dtype(), shape)?))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    order_inputs(info, stand_ins)?;
-    let mut slots: Vec<Option<DeviceTensor>> = vec![None; info.inputs.len()];
-    for (name, tensor) in inputs {
-        if let Some(ix) = info.input_index(&name) {
-            slots[ix] = Some(tensor);
-        }
+impl Fed for DeviceTensor {
+    fn dtype(&self) -> tessera_core::DType {
+        DeviceTensor::dtype(self)
     }
-    slots
-        .into_iter()
-        .map(|s| s.ok_or_else(|| Error::Internal("input missing after checks".into())))
-        .collect()
+
+    fn shape(&self) -> &[usize] {
+        DeviceTensor::shape(self)
+    }
 }

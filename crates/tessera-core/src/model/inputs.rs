@@ -1,10 +1,26 @@
 //! Checks the tensors a caller feeds against what the model declares, before anything runs.
 
 use super::info::{Dim, ModelInfo};
-use crate::{Error, Result, Tensor};
+use crate::{DType, Error, Result, Tensor};
+
+/// What the checks read of a fed tensor, wherever it lives (host memory or a device).
+pub trait Fed {
+    fn dtype(&self) -> DType;
+    fn shape(&self) -> &[usize];
+}
+
+impl Fed for Tensor {
+    fn dtype(&self) -> DType {
+        Tensor::dtype(self)
+    }
+
+    fn shape(&self) -> &[usize] {
+        Tensor::shape(self)
+    }
+}
 
 /// Orders named inputs as the model declares them, or explains what the model expects.
-pub fn order_inputs(info: &ModelInfo, given: Vec<(String, Tensor)>) -> Result<Vec<Tensor>> {
+pub fn order_inputs<T: Fed>(info: &ModelInfo, given: Vec<(String, T)>) -> Result<Vec<T>> {
     let expected = || {
         info.inputs
             .iter()
@@ -12,7 +28,9 @@ pub fn order_inputs(info: &ModelInfo, given: Vec<(String, Tensor)>) -> Result<Ve
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let mut slots: Vec<Option<Tensor>> = vec![None; info.inputs.len()];
+    let mut slots: Vec<Option<T>> = std::iter::repeat_with(|| None)
+        .take(info.inputs.len())
+        .collect();
     for (name, tensor) in given {
         let Some(index) = info.input_index(&name) else {
             return Err(Error::InputMismatch(format!(
@@ -44,7 +62,7 @@ pub fn order_inputs(info: &ModelInfo, given: Vec<(String, Tensor)>) -> Result<Ve
     Ok(slots.into_iter().flatten().collect())
 }
 
-fn check_input(info: &ModelInfo, index: usize, tensor: &Tensor) -> Result<()> {
+fn check_input(info: &ModelInfo, index: usize, tensor: &impl Fed) -> Result<()> {
     let declared = &info.inputs[index];
     let got = format!("{}{:?}", tensor.dtype(), tensor.shape());
     let mismatch = |what: String| {

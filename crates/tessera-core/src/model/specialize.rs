@@ -29,20 +29,43 @@ pub struct PlanKey(Vec<(DType, Vec<usize>, Option<Vec<u8>>)>);
 impl PlanKey {
     /// The key for these inputs under this folding.
     pub fn new(inputs: &[Tensor], folding: &[bool]) -> PlanKey {
+        let entries = inputs.iter().zip(folding);
         PlanKey(
-            inputs
-                .iter()
-                .zip(folding)
-                .map(|(t, &fold)| {
-                    (
-                        t.dtype(),
-                        t.shape().to_vec(),
-                        fold.then(|| t.data().to_le_bytes()),
-                    )
-                })
+            entries
+                .map(|(t, &fold)| key_entry(t.dtype(), t.shape(), fold.then_some(t)))
                 .collect(),
         )
     }
+
+    /// The key from each input's dtype, shape and, where it is on the host, the tensor (inputs
+    /// elsewhere, e.g. on a device, have no values to read): `None` when a folded input has no
+    /// host tensor. Finds a cached plan without copying any input.
+    pub fn from_signatures<'a>(
+        inputs: impl Iterator<Item = (DType, &'a [usize], Option<&'a Tensor>)>,
+        folding: &[bool],
+    ) -> Option<PlanKey> {
+        let entries = inputs.zip(folding);
+        entries
+            .map(|((dtype, shape, host), &fold)| match (fold, host) {
+                (true, None) => None,
+                (fold, host) => Some(key_entry(dtype, shape, host.filter(|_| fold))),
+            })
+            .collect::<Option<_>>()
+            .map(PlanKey)
+    }
+}
+
+/// One input's part of a [`PlanKey`]: its values only when folded.
+fn key_entry(
+    dtype: DType,
+    shape: &[usize],
+    folded: Option<&Tensor>,
+) -> (DType, Vec<usize>, Option<Vec<u8>>) {
+    (
+        dtype,
+        shape.to_vec(),
+        folded.map(|t| t.data().to_le_bytes()),
+    )
 }
 
 /// A backend's pass over the typed graph before tract declutters it, given the model.
