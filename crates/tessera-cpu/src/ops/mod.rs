@@ -19,11 +19,13 @@ mod pool_2d;
 pub mod qdq_products;
 mod quantize_linear;
 mod quantized_depthwise_conv;
+mod short_softmax;
 
 use tessera_core::tract_onnx::prelude::*;
 #[cfg(not(target_family = "wasm"))]
 use tessera_core::tract_onnx::tract_core::ops::cnn::Deconv;
 use tessera_core::tract_onnx::tract_core::ops::cnn::{Conv, MaxPool, SumPool};
+use tessera_core::tract_onnx::tract_core::ops::nn::Softmax;
 
 pub use avg_pool::FastAvgPool;
 pub use bin_chain::FastBinChain;
@@ -37,6 +39,7 @@ pub use lrn::FastLrn;
 pub use matmul_gemm::FastMatMul;
 pub use max_pool::FastMaxPool;
 pub use quantize_linear::{FastDequantizeLinear, FastDynamicQuantizeLinear, FastQuantizeLinear};
+pub use short_softmax::FastShortSoftmax;
 
 /// The eval of every op here: `compute` reads the f32 input's elements in place (a tract tensor is
 /// always dense, row-major) and writes those of a new tensor of `output_shape`: no copy on either
@@ -241,6 +244,12 @@ pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
             .and_then(|node| {
                 FastBinChain::for_op(node.op.as_op(), &concrete_input_shapes(model, node)?)
             })
+        {
+            model.node_mut(id).op = Box::new(fast);
+        } else if let Some(fast) = node
+            .op_as::<Softmax>()
+            .filter(|_| all_inputs_f32(model, node) && output_is_f32(model, node))
+            .and_then(|op| FastShortSoftmax::for_op(op, &concrete_input_shapes(model, node)?[0]))
         {
             model.node_mut(id).op = Box::new(fast);
         }
