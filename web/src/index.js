@@ -308,7 +308,12 @@ export class InferenceSession {
    * (only `fetches` when given, a list of output names). Runs on one session are queued.
    */
   run(feeds, fetches) {
-    const result = this.#queue.then(() => this.#run(feeds, fetches));
+    return this.#queued(() => this.#run(feeds, fetches));
+  }
+
+  /** `work` after every call queued before it on this session (one at a time, as the module wants). */
+  #queued(work) {
+    const result = this.#queue.then(work);
     this.#queue = result.catch(() => {});
     return result;
   }
@@ -376,7 +381,7 @@ export class InferenceSession {
    * perNode: [{ node, op, msPerRun }] }`, slowest first. Queued like `run`.
    */
   profile(feeds, options = {}) {
-    const result = this.#queue.then(async () => {
+    return this.#queued(async () => {
       const list = this.#feedList(feeds);
       const runs = options.runs ?? 10;
       if (!Number.isInteger(runs) || runs < 1) throw new RangeError(`runs must be a positive integer, got ${runs}`);
@@ -389,8 +394,6 @@ export class InferenceSession {
         perNode: raw.per_node.map((n) => ({ node: n.node, op: n.op, msPerRun: n.ms_per_run })),
       };
     });
-    this.#queue = result.catch(() => {});
-    return result;
   }
 
   /**
@@ -400,7 +403,7 @@ export class InferenceSession {
    * 'fallback' }] }`. `runsOn` is 'webgpu' or 'cpu'; `why` says why a step left WebGPU.
    */
   placement(feeds) {
-    const result = this.#queue.then(() => {
+    return this.#queued(() => {
       const list = this.#feedList(feeds);
       const raw = JSON.parse(this.#instance.call(() => this.#inner.placement(list)));
       const device = (name) => (name === 'wgpu' ? 'webgpu' : name === 'host' ? 'cpu' : name);
@@ -411,14 +414,12 @@ export class InferenceSession {
         copies: raw.copies.map((c) => ({
           value: c.value,
           bytes: c.bytes,
-          direction: c.direction === 'host_to_device' ? 'toDevice' : 'toHost',
+          direction: c.direction === 'HostToDevice' ? 'toDevice' : 'toHost',
           beforeStep: c.before_step,
-          cause: c.cause === 'fallback' ? 'fallback' : 'inputOutput',
+          cause: c.cause === 'Fallback' ? 'fallback' : 'inputOutput',
         })),
       };
     });
-    this.#queue = result.catch(() => {});
-    return result;
   }
 
   /** Frees the session's memory (wasm and GPU). */

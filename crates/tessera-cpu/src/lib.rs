@@ -16,7 +16,7 @@ mod reshape_fusion;
 mod simd;
 mod threading;
 
-pub use node_by_node::{NodeTime, NonFiniteNode, PlanNode};
+pub use node_by_node::{NodeTime, NonFiniteNode};
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;

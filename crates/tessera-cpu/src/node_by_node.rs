@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 // `std::time::Instant` where it exists; `performance.now()` in browsers and Node.js.
 use tessera_core::error::{catch_panic, chain_message};
+use tessera_core::plan::StepPlacement;
 use tessera_core::tract_bridge::from_tract;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::ops::source::TypedSource;
@@ -39,27 +40,20 @@ pub struct NonFiniteNode {
     pub outputs: Vec<Tensor>,
 }
 
-/// One node of the optimized plan, as it will run (all on the cpu).
-#[derive(Debug, Clone)]
-pub struct PlanNode {
-    pub node: String,
-    pub op: String,
-    /// Each output's type and shape, e.g. `f32[1, 16, 32, 32]`.
-    pub outputs: Vec<String>,
-}
-
 impl CpuSession {
-    /// The nodes of the optimized plan for these inputs, in evaluation order (constants and
-    /// model inputs left out).
-    pub fn plan_nodes(&self, inputs: &[Tensor]) -> Result<Vec<PlanNode>> {
+    /// Where each node of the optimized plan for these inputs runs (all on the cpu), in
+    /// evaluation order (constants and model inputs left out).
+    pub fn placement(&self, inputs: &[Tensor]) -> Result<Vec<StepPlacement>> {
         let (plan, _) = self.plan_for(inputs)?;
         let model = plan.runnable.model();
         let nodes = (plan.runnable.order_without_consts().iter())
             .map(|&id| model.node(id))
             .filter(|node| !node.op_is::<TypedSource>())
-            .map(|node| PlanNode {
+            .map(|node| StepPlacement {
                 node: node.name.clone(),
                 op: node.op().name().to_string(),
+                runs_on: "cpu".into(),
+                why: None,
                 outputs: (node.outputs.iter())
                     .map(|o| {
                         let dims: Vec<String> =

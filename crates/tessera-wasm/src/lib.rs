@@ -216,7 +216,8 @@ impl WasmSession {
 
     /// Where each step of the plan for `feeds` runs and what a run copies between host and
     /// device, as JSON (`{backend, device, steps: [{node, op, runs_on, why, outputs}], copies:
-    /// [{value, bytes, direction, before_step, cause}]}`); nothing is run.
+    /// [{value, bytes, direction: "HostToDevice" | "DeviceToHost", before_step, cause:
+    /// "InputOutput" | "Fallback"}]}`); nothing is run.
     pub fn placement(&self, feeds: js_sys::Array) -> Result<String, JsError> {
         let inputs = tensors::feeds_from_js(&feeds)?;
         let placement = self.session.placement(inputs).map_err(js_error)?;

@@ -27,7 +27,9 @@ pub use tessera_core::error::{install_panic_counter, panics_seen, panics_seen_on
 /// onnxruntime's `com.microsoft` quantization operators, which the core rewrites into standard ones.
 pub use tessera_core::ops::microsoft_quant::OPERATORS as MICROSOFT_QUANTIZATION_OPS;
 pub use tessera_core::plan::report::mib as plan_mib;
-pub use tessera_core::plan::{CopyPlacement, DeviceMemory, PlanReport, StepPlacement, Transfers};
+pub use tessera_core::plan::{
+    CopyCause, CopyPlacement, DeviceMemory, PlanReport, StepPlacement, Transfers,
+};
 pub use tessera_core::tensor::{byte_count, element_count, npy, onnx_pb};
 pub use tessera_core::{
     Backend, BackendStatus, DType, Dim, Element, Error, IoInfo, Model, ModelInfo, QuantFormat,

@@ -392,19 +392,10 @@ impl Session {
         #[cfg(feature = "cpu")]
         if let Some(cpu) = self.cpu() {
             let ordered = order_inputs(self.info(), inputs)?;
-            let steps = (cpu.plan_nodes(&ordered)?.into_iter())
-                .map(|n| StepPlacement {
-                    node: n.node,
-                    op: n.op,
-                    runs_on: Backend::Cpu.to_string(),
-                    why: None,
-                    outputs: n.outputs,
-                })
-                .collect();
             return Ok(PlacementSummary {
                 backend: Backend::Cpu.to_string(),
                 device: None,
-                steps,
+                steps: cpu.placement(&ordered)?,
                 copies: Vec::new(),
             });
         }

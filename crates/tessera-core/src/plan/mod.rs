@@ -24,7 +24,9 @@ pub use kernel::{
 };
 pub use memory::MemoryPlan;
 pub use placement::{Device, Placement, Transfer, TransferDirection};
-pub use report::{CopyPlacement, DeviceMemory, PlanReport, StepPlacement, Trace, Transfers};
+pub use report::{
+    CopyCause, CopyPlacement, DeviceMemory, PlanReport, StepPlacement, Trace, Transfers,
+};
 
 use crate::error::UnsupportedOp;
 use crate::{DType, Error, Result, Tensor};

@@ -97,12 +97,19 @@ pub struct CopyPlacement {
     /// The value copied.
     pub value: String,
     pub bytes: usize,
-    /// `"host_to_device"` or `"device_to_host"`.
-    pub direction: &'static str,
+    pub direction: TransferDirection,
     /// The step that needs it (the step count for outputs read back at the end).
     pub before_step: usize,
-    /// `"input_output"` (every device backend pays it) or `"fallback"` (a step on the host).
-    pub cause: &'static str,
+    pub cause: CopyCause,
+}
+
+/// Why a run copies a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum CopyCause {
+    /// A graph input or output: every device backend pays it.
+    InputOutput,
+    /// A step on the host (fallback).
+    Fallback,
 }
 
 impl PlanReport {
@@ -143,22 +150,15 @@ impl PlanReport {
 
     /// Every copy of a run: graph inputs and outputs first, then those fallback causes.
     pub fn copy_placements(&self) -> Vec<CopyPlacement> {
-        let io = self
-            .placement
-            .io_transfers
-            .iter()
-            .map(|t| (t, "input_output"));
-        let fallback = (self.placement.fallback_transfers.iter()).map(|t| (t, "fallback"));
+        let io = (self.placement.io_transfers.iter()).map(|t| (t, CopyCause::InputOutput));
+        let fallback = (self.placement.fallback_transfers.iter()).map(|t| (t, CopyCause::Fallback));
         io.chain(fallback)
             .map(|(transfer, cause)| CopyPlacement {
                 value: (self.plan.value(transfer.value))
                     .map(|v| v.name.clone())
                     .unwrap_or_default(),
                 bytes: transfer.bytes,
-                direction: match transfer.direction {
-                    TransferDirection::HostToDevice => "host_to_device",
-                    TransferDirection::DeviceToHost => "device_to_host",
-                },
+                direction: transfer.direction,
                 before_step: transfer.before_step,
                 cause,
             })
@@ -195,12 +195,12 @@ impl PlanReport {
         let _ = writeln!(out, "copies between host and device per run:");
         for copy in self.copy_placements() {
             let (what, direction) = match copy.direction {
-                "host_to_device" => ("upload", "host -> device"),
-                _ => ("read-back", "device -> host"),
+                TransferDirection::HostToDevice => ("upload", "host -> device"),
+                TransferDirection::DeviceToHost => ("read-back", "device -> host"),
             };
             let kind = match copy.cause {
-                "fallback" => "FALLBACK",
-                _ => "graph input/output",
+                CopyCause::Fallback => "FALLBACK",
+                CopyCause::InputOutput => "graph input/output",
             };
             let _ = writeln!(
                 out,

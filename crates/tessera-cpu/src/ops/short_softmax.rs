@@ -36,26 +36,26 @@ impl FastShortSoftmax {
             .then_some(FastShortSoftmax { row_len })
     }
 
-    /// `output` = the softmax of each row of `input` (both a whole number of rows).
-    pub fn compute(&self, input: &[f32], output: &mut [f32]) -> TractResult<()> {
+    /// Each row of `data` (a whole number of rows) replaced by its softmax.
+    pub fn compute_in_place(&self, data: &mut [f32]) -> TractResult<()> {
         let n = self.row_len;
         ensure!(
-            n > 0 && input.len() == output.len() && input.len().is_multiple_of(n),
+            n > 0 && data.len().is_multiple_of(n),
             "softmax rows of {n} do not tile {} values",
-            input.len()
+            data.len()
         );
         // A few dozen operations per row: tasks of many rows.
-        par_chunks_mut(output, n, input.len() * 16, |first_row, rows| {
-            let inputs = &input[first_row * n..][..rows.len()];
-            for (row, out) in inputs.chunks_exact(n).zip(rows.chunks_exact_mut(n)) {
+        let work = data.len() * 16;
+        par_chunks_mut(data, n, work, |_, rows| {
+            for row in rows.chunks_exact_mut(n) {
                 let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
                 let mut sum = 0.0;
-                for (o, &x) in out.iter_mut().zip(row) {
-                    *o = (x - max).exp();
-                    sum += *o;
+                for x in row.iter_mut() {
+                    *x = (*x - max).exp();
+                    sum += *x;
                 }
                 let scale = sum.recip();
-                out.iter_mut().for_each(|o| *o *= scale);
+                row.iter_mut().for_each(|x| *x *= scale);
             }
             Ok(())
         })
@@ -74,7 +74,10 @@ impl EvalOp for FastShortSoftmax {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        super::eval_f32(inputs, None, |input, _, output| self.compute(input, output))
+        // In place, as tract's softmax: the input is copied only when another op still reads it.
+        let mut output = args_1!(inputs).into_tensor();
+        self.compute_in_place(output.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?)?;
+        Ok(tvec!(output.into_tvalue()))
     }
 }
 
@@ -133,8 +136,8 @@ mod tests {
                 .map(|i| ((i * 7919) % 97) as f32 * 1.7 - 60.0)
                 .collect();
             let op = FastShortSoftmax { row_len: n };
-            let mut output = vec![0.0; input.len()];
-            op.compute(&input, &mut output).unwrap();
+            let mut output = input.clone();
+            op.compute_in_place(&mut output).unwrap();
             for (got, want) in output.iter().zip(reference(&input, n)) {
                 assert!(
                     (got - want).abs() <= 1e-6 + 1e-5 * want.abs(),
@@ -147,7 +150,7 @@ mod tests {
         }
         let op = FastShortSoftmax { row_len: 3 };
         assert!(
-            op.compute(&[0.0; 7], &mut [0.0; 7]).is_err(),
+            op.compute_in_place(&mut [0.0; 7]).is_err(),
             "not a whole number of rows"
         );
     }

@@ -437,11 +437,9 @@ fn gather_nd(
 ) -> Result<Kernel> {
     word(dtype)?;
     let signed = index_signedness(index_dtype, "GatherND")?;
-    let n: usize =
-        tessera_core::plan::shapes::gather_nd_shape(op, data_shape, indices_shape, batch_dims)?
-            .iter()
-            .product();
     let nd = nd_indexing(op, data_shape, indices_shape, batch_dims)?;
+    // One output element per addressed data element.
+    let n = nd.rows * nd.slice;
     let axes = batch_dims..batch_dims + nd.k;
     let mut p = params([
         n,
