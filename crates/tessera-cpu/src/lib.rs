@@ -228,12 +228,14 @@ impl CpuSession {
                 return Ok((plan, folding.clone()));
             }
         }
+        let started = web_time::Instant::now();
         let lowered = self.model.lower_for(
             inputs,
             preferred.as_deref(),
             Some(|typed, model| ops::qdq_products::integer_products(typed, model).map(|_| ())),
         )?;
         let mut typed = lowered.typed;
+        let lowered_at = started.elapsed();
         // `lower` has decluttered the graph already: only tract's codegen passes are left.
         let runnable = catch_panic("optimizing the plan", || {
             ops::use_cpu_ops(&mut typed)
@@ -247,6 +249,12 @@ impl CpuSession {
                     message: chain_message(&e),
                 })
         })?;
+        // Where a plan's build time goes (load → first result), for `TESSERA_LOG=debug`.
+        tracing::debug!(
+            lower_ms = lowered_at.as_secs_f64() * 1e3,
+            codegen_ms = (started.elapsed() - lowered_at).as_secs_f64() * 1e3,
+            "cpu plan built"
+        );
         let plan = Arc::new(PlanEntry {
             runnable,
             calibration: Mutex::new(Calibration::default()),

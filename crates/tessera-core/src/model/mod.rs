@@ -14,6 +14,7 @@ pub mod preflight;
 pub mod quant_barrier;
 pub mod quantization;
 pub mod specialize;
+pub mod uniform_constants;
 
 use crate::error::{UnsupportedOp, catch_panic, chain_message};
 use crate::{Error, Result};

@@ -200,6 +200,7 @@ impl Model {
         before_declutter: Option<BeforeDeclutter>,
     ) -> TractResult<TypedModel> {
         let mut graph = self.graph().clone();
+        super::uniform_constants::materialize(&mut graph)?;
         anyhow::ensure!(
             graph.inputs.len() == inputs.len(),
             "model has {} inputs, {} given",

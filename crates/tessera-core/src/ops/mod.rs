@@ -6,6 +6,7 @@
 
 mod affine_grid;
 mod center_crop_pad;
+mod constant_of_shape;
 mod cumprod;
 mod det;
 mod graph_rewrite;
@@ -26,6 +27,7 @@ pub fn onnx() -> Onnx {
     reg.insert("If", if_known::parse);
     reg.insert("NegativeLogLikelihoodLoss", loss::nll_loss);
     reg.insert("SoftmaxCrossEntropyLoss", loss::softmax_cross_entropy_loss);
+    reg.insert("ConstantOfShape", constant_of_shape::constant_of_shape);
     reg.insert("CumProd", cumprod::cumprod);
     reg.insert("LpPool", lp_pool::lp_pool);
     reg.insert("CenterCropPad", center_crop_pad::center_crop_pad);
