@@ -9,8 +9,8 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use tessera_core::DType;
 use tessera_core::plan::{
-    BinaryOp, KernelOp, MatLayout, PadMode, ReduceOp, Role, ScatterReduction, UnaryOp, Value,
-    ValueId, Window,
+    BinaryOp, GridPadding, GridSampleMode, KernelOp, MatLayout, PadMode, ReduceOp, Role,
+    ScatterReduction, UnaryOp, Value, ValueId, Window,
 };
 
 /// The dtypes GPU backends hold (every one a 32-bit word holds), in `DType::ALL`'s order.
@@ -397,6 +397,43 @@ pub fn shape_shaders_validate(c: &KernelCheck) {
         };
         c.check(&op, &[(x, dtype)], &[(&[2, 6, 12], dtype)]);
     }
+    // Resize's taps along one axis (f32): the middle axis of [2, 3, 4] to 5 positions, two taps
+    // each, the last position extrapolated.
+    let x: &[usize] = &[2, 3, 4];
+    let op = KernelOp::Resample {
+        input_shape: x.to_vec(),
+        axis: 1,
+        window: 2,
+        indices: vec![0, 1, 0, 1, 1, 2, 1, 2, 2, 2],
+        weights: vec![1.0, 0.0, 0.5, 0.5, 0.75, 0.25, 0.0, 1.0, 0.0, 0.0],
+        bias: vec![0.0, 0.0, 0.0, 0.0, -1.5],
+    };
+    c.check(&op, &[(x, DType::F32)], &[(&[2, 5, 4], DType::F32)]);
+    // GridSample: every mode and padding, 2-D and (not bicubic) 3-D.
+    for mode in [
+        GridSampleMode::Nearest,
+        GridSampleMode::Bilinear,
+        GridSampleMode::Bicubic,
+    ] {
+        for padding in [
+            GridPadding::Zeros,
+            GridPadding::Border,
+            GridPadding::Reflection,
+        ] {
+            let op = KernelOp::GridSample {
+                input_shape: vec![1, 2, 4, 5],
+                grid_shape: vec![1, 3, 6, 2],
+                mode,
+                padding,
+                align_corners: mode == GridSampleMode::Bilinear,
+            };
+            c.check(
+                &op,
+                &[(&[1, 2, 4, 5], DType::F32), (&[1, 3, 6, 2], DType::F32)],
+                &[(&[1, 2, 3, 6], DType::F32)],
+            );
+        }
+    }
 }
 
 pub fn indexing_shaders_validate(c: &KernelCheck) {
@@ -531,6 +568,21 @@ pub fn bad_parameters_are_errors(c: &KernelCheck) {
             dtype: DType::F32,
             input_shape: vec![2, 3],
             scales: vec![0, 1],
+        },
+        KernelOp::Resample {
+            input_shape: vec![2, 3],
+            axis: 1,
+            window: 1,
+            indices: vec![3],
+            weights: vec![1.0],
+            bias: vec![0.0],
+        },
+        KernelOp::GridSample {
+            input_shape: vec![1, 2, 3, 4, 5],
+            grid_shape: vec![1, 2, 2, 2, 3],
+            mode: GridSampleMode::Bicubic,
+            padding: GridPadding::Zeros,
+            align_corners: false,
         },
         KernelOp::Cast {
             from: DType::F64,

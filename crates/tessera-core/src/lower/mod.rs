@@ -9,11 +9,14 @@
 //!
 //! Translators are pure: they read facts and return a description; this module wires values.
 
+pub mod attention;
 mod conv;
 mod elementwise;
+mod grid_sample;
 mod matmul;
 mod pool;
 mod reduce;
+mod resize;
 mod shape;
 
 use crate::model::quantization::QuantizedExecution;
@@ -158,6 +161,8 @@ impl Registry {
             conv::register(&mut registry);
             pool::register(&mut registry);
             reduce::register(&mut registry);
+            resize::register(&mut registry);
+            grid_sample::register(&mut registry);
             shape::register(&mut registry);
             registry
         })

@@ -133,7 +133,9 @@ impl Model {
         self.lower_then_for(inputs, preferred, None, then)
     }
 
-    fn lower_then_for<T>(
+    /// [`Model::lower_then`] with a backend's own pass on the typed graph before tract
+    /// declutters it.
+    pub fn lower_then_for<T>(
         &self,
         inputs: &[Tensor],
         preferred: Option<&[bool]>,

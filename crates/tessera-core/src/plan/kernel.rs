@@ -160,6 +160,27 @@ pub enum ScatterReduction {
     Min,
 }
 
+/// How [`KernelOp::GridSample`] reads between input positions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum GridSampleMode {
+    /// The nearest position (ties to even).
+    Nearest,
+    /// Linear along each spatial axis (2 or 3 of them).
+    Bilinear,
+    /// Cubic along both spatial axes (coefficient -0.75; 2-D only).
+    Bicubic,
+}
+
+/// What [`KernelOp::GridSample`] reads outside the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum GridPadding {
+    Zeros,
+    /// The nearest edge value.
+    Border,
+    /// The input reflected at its edges.
+    Reflection,
+}
+
 /// Spatial geometry shared by convolutions and pools. Layout is `N, C, spatial...`, or
 /// `N, spatial..., C` when `channels_last`; without `batch_axis` the `N` axis is absent (N = 1).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -440,6 +461,30 @@ pub enum KernelOp {
         dtype: DType,
         input_shape: Vec<usize>,
         scales: Vec<usize>,
+    },
+    /// Resampling along one axis (ONNX `Resize`: one step per resized axis, nearest, linear or
+    /// cubic, with or without antialiasing). Output position `x` along `axis` is
+    /// `bias[x] + Σ_k weights[x·window + k] · input[…, indices[x·window + k], …]` (taps of weight
+    /// 0 not read); the axis has `bias.len()` positions out. The tables come from tract's own
+    /// plan of the axis; `bias` holds the extrapolation value where a position falls outside
+    /// the input (`tf_crop_and_resize`). f32. Input: `x`.
+    Resample {
+        input_shape: Vec<usize>,
+        axis: usize,
+        window: usize,
+        indices: Vec<u32>,
+        weights: Vec<f32>,
+        bias: Vec<f32>,
+    },
+    /// ONNX `GridSample`: `x` (`N, C, D1..Dk`, k = 2 or 3) sampled at the normalized coordinates
+    /// of `grid` (`N, O1..Ok, k`, last axis in reverse spatial order: x then y then z), as
+    /// tract's op does. f32. Inputs: `x`, `grid`. Output: `N, C, O1..Ok`.
+    GridSample {
+        input_shape: Vec<usize>,
+        grid_shape: Vec<usize>,
+        mode: GridSampleMode,
+        padding: GridPadding,
+        align_corners: bool,
     },
     /// The `k` largest (or smallest) elements along `axis`, in order, and their indices (ONNX
     /// `TopK` with a known `k`): equal values keep their order along the axis. Input: `x`.

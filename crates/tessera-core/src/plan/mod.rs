@@ -20,7 +20,8 @@ pub mod report;
 pub mod shapes;
 
 pub use kernel::{
-    BinaryOp, KernelOp, MatLayout, PadMode, ReduceOp, ScatterReduction, UnaryOp, Window,
+    BinaryOp, GridPadding, GridSampleMode, KernelOp, MatLayout, PadMode, ReduceOp,
+    ScatterReduction, UnaryOp, Window,
 };
 pub use memory::MemoryPlan;
 pub use placement::{Device, Placement, Transfer, TransferDirection};

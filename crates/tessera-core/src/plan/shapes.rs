@@ -3,7 +3,7 @@
 //! A plan copies its shapes from tract's facts; checking each step against these rules catches
 //! a translator that got a parameter wrong before any backend runs it.
 
-use super::kernel::{KernelOp, ReduceOp, UnaryOp, Window};
+use super::kernel::{GridSampleMode, KernelOp, ReduceOp, UnaryOp, Window};
 use crate::{DType, Error, Result};
 
 type Shape = Vec<usize>;
@@ -638,6 +638,52 @@ pub fn output_shapes(
                 input_shape.iter().zip(scales).map(|(d, s)| d * s).collect(),
                 *dtype,
             )
+        }
+        KernelOp::GridSample {
+            input_shape,
+            grid_shape,
+            mode,
+            ..
+        } => {
+            expect_shape(op, "input", first(0)?.0, input_shape)?;
+            expect_shape(op, "grid", first(1)?.0, grid_shape)?;
+            let k = input_shape.len().saturating_sub(2);
+            let fits = (k == 2 || (k == 3 && *mode != GridSampleMode::Bicubic))
+                && grid_shape.len() == k + 2
+                && grid_shape[0] == input_shape[0]
+                && grid_shape[k + 1] == k;
+            if !fits {
+                return Err(bad(
+                    op,
+                    "x N, C and 2 or 3 spatial axes (2 for bicubic), grid N, O1..Ok, k",
+                ));
+            }
+            let mut shape = input_shape[..2].to_vec();
+            shape.extend_from_slice(&grid_shape[1..=k]);
+            one(shape, DType::F32)
+        }
+        KernelOp::Resample {
+            input_shape,
+            axis,
+            window,
+            indices,
+            weights,
+            bias,
+        } => {
+            expect_shape(op, "input", first(0)?.0, input_shape)?;
+            let Some(&len_in) = input_shape.get(*axis) else {
+                return Err(bad(op, "axis past the rank"));
+            };
+            let taps = window.checked_mul(bias.len());
+            if taps != Some(indices.len()) || taps != Some(weights.len()) {
+                return Err(bad(op, "window × output positions indices and weights"));
+            }
+            if indices.iter().any(|&i| i as usize >= len_in) {
+                return Err(bad(op, "an index past the input axis"));
+            }
+            let mut shape = input_shape.clone();
+            shape[*axis] = bias.len();
+            one(shape, DType::F32)
         }
         KernelOp::TopK {
             dtype,

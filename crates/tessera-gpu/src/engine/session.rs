@@ -485,9 +485,12 @@ impl<G: Gpu> GpuSession<G> {
                 return Ok((entry, folding.clone()));
             }
         }
-        let (lowered, plan) = self
-            .model
-            .lower_then(inputs, preferred.as_deref(), Plan::build)?;
+        let (lowered, plan) = self.model.lower_then_for(
+            inputs,
+            preferred.as_deref(),
+            Some(tessera_core::lower::attention::take_apart),
+            Plan::build,
+        )?;
         let plan = Arc::new(plan);
 
         // Each step is encoded once: placement reads why a step has no kernel, the compiled

@@ -1,6 +1,6 @@
-//! Data movement kernels: Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample
-//! (`transpose`, `slice`, `concat`, `gather`, `pad`, `broadcast`,
-//! `upsample`), and the indexing ops GatherElements, GatherNd, ScatterElements, ScatterNd, Trilu,
+//! Data movement kernels: Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample, the
+//! samplers Resample (Resize's weighted taps along one axis) and GridSample (`transpose`,
+//! `slice`, `concat`, `gather`, `pad`, `broadcast`, `upsample`, `resample`, `grid_sample`), and the indexing ops GatherElements, GatherNd, ScatterElements, ScatterNd, Trilu,
 //! OneHot (`gather_elements`, `gather_nd`, `scatter_elements`, `scatter_nd`, `trilu`, `onehot`).
 //!
 //! A word is a word: these kernels copy 32-bit words without looking at them, so every dtype
@@ -11,7 +11,7 @@
 use super::{Dispatch, Grid, Kernel, Operand, StepIo, params, shader, strides, word};
 use crate::repr;
 use tessera_core::plan::shapes::NdIndexing;
-use tessera_core::plan::{KernelOp, PadMode, ScatterReduction};
+use tessera_core::plan::{GridPadding, GridSampleMode, KernelOp, PadMode, ScatterReduction};
 use tessera_core::{DType, Error, Result};
 
 pub(super) fn encode(op: &KernelOp, _io: &StepIo) -> Result<Kernel> {
@@ -57,6 +57,21 @@ pub(super) fn encode(op: &KernelOp, _io: &StepIo) -> Result<Kernel> {
             input_shape,
             scales,
         } => upsample(*dtype, input_shape, scales),
+        KernelOp::Resample {
+            input_shape,
+            axis,
+            window,
+            indices,
+            weights,
+            bias,
+        } => resample(input_shape, *axis, *window, indices, weights, bias),
+        KernelOp::GridSample {
+            input_shape,
+            grid_shape,
+            mode,
+            padding,
+            align_corners,
+        } => grid_sample(input_shape, grid_shape, *mode, *padding, *align_corners),
         KernelOp::GatherElements {
             dtype,
             data_shape,
@@ -358,6 +373,87 @@ fn upsample(dtype: DType, input_shape: &[usize], scales: &[usize]) -> Result<Ker
     p.extend(params(scales.iter().copied())?);
     p.extend(params(strides(input_shape, false))?);
     copy_kernel("upsample", p, n)
+}
+
+fn resample(
+    input_shape: &[usize],
+    axis: usize,
+    window: usize,
+    indices: &[u32],
+    weights: &[f32],
+    bias: &[f32],
+) -> Result<Kernel> {
+    let Some(&len_in) = input_shape.get(axis) else {
+        return Err(bad("Resample", "axis past the rank"));
+    };
+    let len_out = bias.len();
+    let taps = window.checked_mul(len_out);
+    if taps != Some(indices.len()) || taps != Some(weights.len()) {
+        return Err(bad(
+            "Resample",
+            "window × output positions indices and weights",
+        ));
+    }
+    if indices.iter().any(|&i| i as usize >= len_in) {
+        return Err(bad("Resample", "an index past the input axis"));
+    }
+    let inner: usize = input_shape[axis + 1..].iter().product();
+    let outer: usize = input_shape[..axis].iter().product();
+    let n = outer * len_out * inner;
+    let mut p = params([n, len_in, len_out, inner, window])?;
+    p.extend_from_slice(indices);
+    p.extend(weights.iter().chain(bias).map(|w| w.to_bits()));
+    copy_kernel("resample", p, n)
+}
+
+fn grid_sample(
+    input_shape: &[usize],
+    grid_shape: &[usize],
+    mode: GridSampleMode,
+    padding: GridPadding,
+    align_corners: bool,
+) -> Result<Kernel> {
+    let k = input_shape.len().saturating_sub(2);
+    let fits = (k == 2 || (k == 3 && mode != GridSampleMode::Bicubic))
+        && grid_shape.len() == k + 2
+        && grid_shape[0] == input_shape[0]
+        && grid_shape[k + 1] == k;
+    if !fits {
+        return Err(bad(
+            "GridSample",
+            "x N, C and 2 or 3 spatial axes (2 for bicubic), grid N, O1..Ok, k",
+        ));
+    }
+    let positions: usize = grid_shape[1..=k].iter().product();
+    let n = input_shape[0] * input_shape[1] * positions;
+    let mode = match mode {
+        GridSampleMode::Nearest => 0,
+        GridSampleMode::Bilinear => 1,
+        GridSampleMode::Bicubic => 2,
+    };
+    let padding = match padding {
+        GridPadding::Zeros => 0,
+        GridPadding::Border => 1,
+        GridPadding::Reflection => 2,
+    };
+    let mut p = params([
+        n,
+        input_shape[1],
+        k,
+        mode,
+        padding,
+        align_corners as usize,
+        positions,
+    ])?;
+    p.extend(params(
+        (0..3).map(|d| input_shape.get(2 + d).copied().unwrap_or(1)),
+    )?);
+    Ok(Kernel::single(Dispatch {
+        shader: shader("grid_sample", vec![]),
+        params: p,
+        bindings: vec![Operand::Input(0), Operand::Input(1), Operand::Output(0)],
+        grid: Grid::Threads(n),
+    }))
 }
 
 /// Checks GatherElements / ScatterElements shapes: same rank, `axis` in range, the indices no

@@ -237,6 +237,24 @@ fn check(op: &KernelOp, inputs: &[Tensor]) {
 }
 
 /// A tensor of `dtype` holding `values` converted the way a cast would (Rust's `as`).
+/// [`check`] within `1e-6 + 1e-5·|expected|`: for sums of many products, which a shader
+/// compiler may fuse into FMAs (one rounding where the reference has two).
+fn check_close(op: &KernelOp, inputs: &[Tensor]) {
+    let (expected, actual) = run_both(op, inputs);
+    let Some(actual) = actual else {
+        eprintln!("no wgpu adapter: {} not run on a device", op.name());
+        return;
+    };
+    let (e, a) = (expected.to_f64_vec(), actual.to_f64_vec());
+    assert_eq!(e.len(), a.len(), "{op:?}");
+    for (ix, (e, a)) in e.iter().zip(&a).enumerate() {
+        assert!(
+            (e - a).abs() <= 1e-6 + 1e-5 * e.abs(),
+            "{op:?}: element {ix}: expected {e}, got {a}"
+        );
+    }
+}
+
 fn tensor(shape: &[usize], dtype: DType, values: &[f64]) -> Tensor {
     let data = match dtype {
         DType::F32 => TensorData::F32(values.iter().map(|&x| x as f32).collect()),
@@ -617,6 +635,88 @@ fn broadcast_and_upsample_match_the_reference() {
             scales,
         };
         check(&op, &[iota(&[2, 3, 2], DType::F32)]);
+    }
+}
+
+#[test]
+fn resample_matches_the_reference() {
+    // Each axis of [2, 3, 4] resampled: to fewer, more and as many positions, with zero-weight
+    // taps (skipped) and extrapolated positions (the bias alone).
+    let shape = [2, 3, 4];
+    for (axis, len_out, window) in [(0, 3, 2), (1, 5, 4), (2, 2, 3), (2, 4, 1)] {
+        let len_in = shape[axis];
+        let taps = len_out * window;
+        let indices: Vec<u32> = (0..taps).map(|t| ((t * 7 + 1) % len_in) as u32).collect();
+        let weights: Vec<f32> = (0..taps)
+            .map(|t| {
+                if t % 5 == 2 {
+                    0.0
+                } else {
+                    (t as f32 * 0.37).sin()
+                }
+            })
+            .collect();
+        let bias: Vec<f32> = (0..len_out)
+            .map(|p| if p == len_out - 1 { 2.5 } else { 0.0 })
+            .collect();
+        let op = KernelOp::Resample {
+            input_shape: shape.to_vec(),
+            axis,
+            window,
+            indices,
+            weights,
+            bias,
+        };
+        check(&op, &[iota(&shape, DType::F32)]);
+    }
+}
+
+#[test]
+fn grid_sample_matches_the_reference() {
+    use tessera_core::plan::{GridPadding, GridSampleMode};
+    // Grid coordinates from -1.6 to 1.6: inside, on and past the input's bounds.
+    let coordinates = |shape: &[usize]| -> Tensor {
+        let values: Vec<f64> = (0..shape.iter().product::<usize>())
+            .map(|i| ((i * 37 % 41) as f64 / 40.0 - 0.5) * 3.2)
+            .collect();
+        tensor(shape, DType::F32, &values)
+    };
+    for (input_shape, grid_shape) in [
+        (vec![2, 3, 4, 5], vec![2, 3, 6, 2]),
+        (vec![1, 2, 3, 4, 5], vec![1, 2, 3, 2, 3]),
+    ] {
+        let k = input_shape.len() - 2;
+        for mode in [
+            GridSampleMode::Nearest,
+            GridSampleMode::Bilinear,
+            GridSampleMode::Bicubic,
+        ] {
+            if k == 3 && mode == GridSampleMode::Bicubic {
+                continue;
+            }
+            for padding in [
+                GridPadding::Zeros,
+                GridPadding::Border,
+                GridPadding::Reflection,
+            ] {
+                for align_corners in [false, true] {
+                    let op = KernelOp::GridSample {
+                        input_shape: input_shape.clone(),
+                        grid_shape: grid_shape.clone(),
+                        mode,
+                        padding,
+                        align_corners,
+                    };
+                    let inputs = [iota(&input_shape, DType::F32), coordinates(&grid_shape)];
+                    // Bicubic sums 16 products per output; the others match exactly.
+                    if mode == GridSampleMode::Bicubic {
+                        check_close(&op, &inputs);
+                    } else {
+                        check(&op, &inputs);
+                    }
+                }
+            }
+        }
     }
 }
 

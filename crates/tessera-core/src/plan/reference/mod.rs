@@ -25,6 +25,7 @@ mod elementwise;
 mod matmul;
 mod pool;
 mod reduce;
+mod sample;
 mod shape;
 
 use super::{KernelOp, Plan, Role, Step};
@@ -463,6 +464,33 @@ fn run_step(step: &Step, args: &[Arg], outputs: &[(&[usize], DType)]) -> Result<
             ..
         } => one(shape::broadcast(arg(0)?, input_shape, output_shape)),
         KernelOp::Upsample { scales, .. } => one(shape::upsample(arg(0)?, scales)),
+        KernelOp::GridSample {
+            mode,
+            padding,
+            align_corners,
+            ..
+        } => one(sample::grid_sample(
+            arg(0)?,
+            arg(1)?,
+            *mode,
+            *padding,
+            *align_corners,
+        )),
+        KernelOp::Resample {
+            axis,
+            window,
+            indices,
+            weights,
+            bias,
+            ..
+        } => one(shape::resample(
+            arg(0)?,
+            *axis,
+            *window,
+            indices,
+            weights,
+            bias,
+        )),
     }
 }
 

@@ -420,6 +420,42 @@ pub(super) fn broadcast(
     take(x.data, &broadcast_map(input_shape, output_shape)?)
 }
 
+pub(super) fn resample(
+    x: Arg,
+    axis: usize,
+    window: usize,
+    indices: &[u32],
+    weights: &[f32],
+    bias: &[f32],
+) -> Result<TensorData> {
+    let TensorData::F32(xs) = x.data else {
+        return Err(fail("Resample reads f32"));
+    };
+    let len_in = *x
+        .shape
+        .get(axis)
+        .ok_or_else(|| fail("axis past the rank"))?;
+    let inner: usize = x.shape[axis + 1..].iter().product();
+    let len_out = bias.len();
+    let outer = xs.len() / (len_in * inner).max(1);
+    let mut out = Vec::with_capacity(outer * len_out * inner);
+    for o in 0..outer {
+        for (p, &b) in bias.iter().enumerate() {
+            for i in 0..inner {
+                let mut acc = b;
+                for k in 0..window {
+                    let w = weights[p * window + k];
+                    if w != 0.0 {
+                        acc += w * xs[(o * len_in + indices[p * window + k] as usize) * inner + i];
+                    }
+                }
+                out.push(acc);
+            }
+        }
+    }
+    Ok(TensorData::F32(out))
+}
+
 pub(super) fn upsample(x: Arg, scales: &[usize]) -> Result<TensorData> {
     if scales.len() != x.shape.len() || scales.contains(&0) {
         return Err(fail("one non-zero scale per axis"));

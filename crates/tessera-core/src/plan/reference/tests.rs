@@ -885,3 +885,119 @@ mod whole_plans {
         assert!(execute_traced(&plan, &[flat]).is_err());
     }
 }
+
+#[test]
+fn grid_sample_is_tracts() {
+    use crate::plan::{GridPadding, GridSampleMode};
+    use tract_onnx::prelude::{IntoTValue, tvec};
+    use tract_onnx::tract_core::ops::EvalOp;
+    use tract_onnx::tract_core::ops::nn::grid_sample::{
+        GridSample, InterpolationMode, PaddingMode,
+    };
+    for (x_shape, grid_shape) in [
+        (vec![2usize, 3, 4, 5], vec![2usize, 3, 6, 2]),
+        (vec![1, 2, 3, 4, 5], vec![1, 2, 3, 2, 3]),
+    ] {
+        let xs: Vec<f32> = (0..x_shape.iter().product::<usize>())
+            .map(|i| (i as f32 * 0.37).sin() * 4.0)
+            .collect();
+        // Coordinates inside, on and past the bounds.
+        let gs: Vec<f32> = (0..grid_shape.iter().product::<usize>())
+            .map(|i| ((i * 37 % 41) as f32 / 40.0 - 0.5) * 3.2)
+            .collect();
+        let modes = [
+            (InterpolationMode::Nearest, GridSampleMode::Nearest),
+            (InterpolationMode::Bilinear, GridSampleMode::Bilinear),
+            (InterpolationMode::Bicubic, GridSampleMode::Bicubic),
+        ];
+        let paddings = [
+            (PaddingMode::Zeros, GridPadding::Zeros),
+            (PaddingMode::Border, GridPadding::Border),
+            (PaddingMode::Reflection, GridPadding::Reflection),
+        ];
+        for (tract_mode, mode) in &modes {
+            if x_shape.len() == 5 && *mode == GridSampleMode::Bicubic {
+                continue;
+            }
+            for (tract_padding, padding) in &paddings {
+                for align_corners in [false, true] {
+                    let tract_op = GridSample {
+                        mode: tract_mode.clone(),
+                        padding_mode: tract_padding.clone(),
+                        align_corners,
+                    };
+                    let x = tract_onnx::prelude::Tensor::from_shape(&x_shape, &xs).unwrap();
+                    let g = tract_onnx::prelude::Tensor::from_shape(&grid_shape, &gs).unwrap();
+                    let expected = tract_op
+                        .eval_out_of_plan(tvec![x.into_tvalue(), g.into_tvalue()])
+                        .unwrap()
+                        .expect("GridSample evaluates out of a plan")
+                        .remove(0);
+                    let expected = expected.try_as_plain_ram().unwrap();
+                    let expected = expected.as_slice::<f32>().unwrap();
+                    let op = KernelOp::GridSample {
+                        input_shape: x_shape.clone(),
+                        grid_shape: grid_shape.clone(),
+                        mode: *mode,
+                        padding: *padding,
+                        align_corners,
+                    };
+                    let out = run(
+                        op,
+                        &[
+                            (x_shape.clone(), TensorData::F32(xs.clone())),
+                            (grid_shape.clone(), TensorData::F32(gs.clone())),
+                        ],
+                        (&[], DType::F32),
+                    );
+                    assert_eq!(
+                        f32s(&out[0]),
+                        expected,
+                        "{mode:?} {padding:?} {align_corners}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn resample_is_tracts() {
+    use tract_onnx::tract_core::ops::nn::resize::{
+        CoordTransformer, Interpolator, Nearest, Resize, resample_axis,
+    };
+    let shape = [2usize, 5, 3];
+    let xs: Vec<f32> = (0..30).map(|i| (i as f32 * 0.61).cos() * 3.0).collect();
+    for interpolator in [
+        Interpolator::Nearest,
+        Interpolator::Linear,
+        Interpolator::Cubic,
+    ] {
+        for (len_out, scale) in [(9, 1.8f32), (3, 0.6), (5, 1.0)] {
+            let resize = Resize {
+                coord_transformer: CoordTransformer::HalfPixel,
+                interpolator: interpolator.clone(),
+                nearest: Nearest::RoundPreferCeil,
+                optional_scales_input: None,
+                optional_sizes_input: None,
+            };
+            let plan = resize.plan_axis(scale, shape[1], len_out);
+            let mut expected = vec![0f32; 2 * len_out * 3];
+            resample_axis(&xs, &shape, 1, &plan, 0.0, &mut expected);
+            let op = KernelOp::Resample {
+                input_shape: shape.to_vec(),
+                axis: 1,
+                window: plan.window,
+                indices: plan.indices.iter().map(|&i| i as u32).collect(),
+                weights: plan.weights.clone(),
+                bias: vec![0.0; len_out],
+            };
+            let out = run(
+                op,
+                &[(shape.to_vec(), TensorData::F32(xs.clone()))],
+                (&[], DType::F32),
+            );
+            assert_eq!(f32s(&out[0]), expected, "{interpolator:?} to {len_out}");
+        }
+    }
+}
