@@ -1,11 +1,12 @@
 //! Lowering tract's decluttered typed model to a backend-neutral [`Plan`].
 //!
 //! Each op family has a file (`elementwise.rs`, `matmul.rs`, `conv.rs`, `pool.rs`,
-//! `reduce.rs`, `shape.rs`) that registers translators keyed by the tract op's type. A
+//! `reduce.rs`, `shape.rs`, `resize.rs`, `grid_sample.rs`) that registers translators keyed by the tract op's type. A
 //! translator sees the node and its concrete [`NodeFacts`] and returns a [`Lowering`] (steps,
 //! temporaries, or "this output is a view of input 0"), or `Ok(None)` for a configuration it
 //! does not handle. A node no translator takes becomes a [`KernelOp::Opaque`] step, reported by
-//! [`Plan::unsupported`] with tract's op name and the node's name.
+//! [`Plan::unsupported`] with tract's op name and the node's name. `attention.rs` is a pass on
+//! the typed graph before that: it takes tract's fused attention apart for GPU plans.
 //!
 //! Translators are pure: they read facts and return a description; this module wires values.
 

@@ -8,6 +8,24 @@ use crate::{DType, Error, Result};
 
 type Shape = Vec<usize>;
 
+/// What [`grid_sample_axes`] accepts, for errors.
+pub const GRID_SAMPLE_SHAPES: &str =
+    "x N, C and 2 or 3 spatial axes (2 for bicubic), grid N, O1..Ok, k";
+
+/// The number of spatial axes of a `GridSample` of `x` at `grid`, when the shapes fit it.
+pub fn grid_sample_axes(
+    input_shape: &[usize],
+    grid_shape: &[usize],
+    mode: GridSampleMode,
+) -> Option<usize> {
+    let k = input_shape.len().checked_sub(2)?;
+    let fits = (k == 2 || (k == 3 && mode != GridSampleMode::Bicubic))
+        && grid_shape.len() == k + 2
+        && grid_shape[0] == input_shape[0]
+        && grid_shape[k + 1] == k;
+    fits.then_some(k)
+}
+
 fn bad(op: &KernelOp, why: impl std::fmt::Display) -> Error {
     Error::Internal(format!("{}: {why}", op.name()))
 }

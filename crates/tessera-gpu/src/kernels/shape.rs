@@ -10,7 +10,7 @@
 
 use super::{Dispatch, Grid, Kernel, Operand, StepIo, params, shader, strides, word};
 use crate::repr;
-use tessera_core::plan::shapes::NdIndexing;
+use tessera_core::plan::shapes::{GRID_SAMPLE_SHAPES, NdIndexing, grid_sample_axes};
 use tessera_core::plan::{GridPadding, GridSampleMode, KernelOp, PadMode, ScatterReduction};
 use tessera_core::{DType, Error, Result};
 
@@ -413,17 +413,9 @@ fn grid_sample(
     padding: GridPadding,
     align_corners: bool,
 ) -> Result<Kernel> {
-    let k = input_shape.len().saturating_sub(2);
-    let fits = (k == 2 || (k == 3 && mode != GridSampleMode::Bicubic))
-        && grid_shape.len() == k + 2
-        && grid_shape[0] == input_shape[0]
-        && grid_shape[k + 1] == k;
-    if !fits {
-        return Err(bad(
-            "GridSample",
-            "x N, C and 2 or 3 spatial axes (2 for bicubic), grid N, O1..Ok, k",
-        ));
-    }
+    let Some(k) = grid_sample_axes(input_shape, grid_shape, mode) else {
+        return Err(bad("GridSample", GRID_SAMPLE_SHAPES));
+    };
     let positions: usize = grid_shape[1..=k].iter().product();
     let n = input_shape[0] * input_shape[1] * positions;
     let mode = match mode {
