@@ -409,6 +409,19 @@ pub fn shape_shaders_validate(c: &KernelCheck) {
         bias: vec![0.0, 0.0, 0.0, 0.0, -1.5],
     };
     c.check(&op, &[(x, DType::F32)], &[(&[2, 5, 4], DType::F32)]);
+    // The DFT along a middle and a last-but-one axis, forward and inverse.
+    for (axis, inverse) in [(1, false), (2, true)] {
+        let op = KernelOp::Dft {
+            input_shape: vec![2, 5, 3, 2],
+            axis,
+            inverse,
+        };
+        c.check(
+            &op,
+            &[(&[2, 5, 3, 2], DType::F32)],
+            &[(&[2, 5, 3, 2], DType::F32)],
+        );
+    }
     // GridSample: every mode and padding, 2-D and (not bicubic) 3-D.
     for mode in [
         GridSampleMode::Nearest,
@@ -576,6 +589,11 @@ pub fn bad_parameters_are_errors(c: &KernelCheck) {
             indices: vec![3],
             weights: vec![1.0],
             bias: vec![0.0],
+        },
+        KernelOp::Dft {
+            input_shape: vec![2, 3],
+            axis: 0,
+            inverse: false,
         },
         KernelOp::GridSample {
             input_shape: vec![1, 2, 3, 4, 5],

@@ -1,18 +1,20 @@
 //! Lowering tract's decluttered typed model to a backend-neutral [`Plan`].
 //!
 //! Each op family has a file (`elementwise.rs`, `matmul.rs`, `conv.rs`, `pool.rs`,
-//! `reduce.rs`, `shape.rs`, `resize.rs`, `grid_sample.rs`) that registers translators keyed by the tract op's type. A
-//! translator sees the node and its concrete [`NodeFacts`] and returns a [`Lowering`] (steps,
-//! temporaries, or "this output is a view of input 0"), or `Ok(None)` for a configuration it
-//! does not handle. A node no translator takes becomes a [`KernelOp::Opaque`] step, reported by
-//! [`Plan::unsupported`] with tract's op name and the node's name. `attention.rs` is a pass on
-//! the typed graph before that: it takes tract's fused attention apart for GPU plans.
+//! `reduce.rs`, `shape.rs`, `resize.rs`, `grid_sample.rs`, `fft.rs`) that registers translators
+//! keyed by the tract op's type. A translator sees the node and its concrete [`NodeFacts`] and
+//! returns a [`Lowering`] (steps, temporaries, or "this output is a view of input 0"), or
+//! `Ok(None)` for a configuration it does not handle. A node no translator takes becomes a
+//! [`KernelOp::Opaque`] step, reported by [`Plan::unsupported`] with tract's op name and the
+//! node's name. `attention.rs` is a pass on the typed graph before that: it takes tract's fused
+//! attention apart for GPU plans.
 //!
 //! Translators are pure: they read facts and return a description; this module wires values.
 
 pub mod attention;
 mod conv;
 mod elementwise;
+mod fft;
 mod grid_sample;
 mod matmul;
 mod pool;
@@ -164,6 +166,7 @@ impl Registry {
             reduce::register(&mut registry);
             resize::register(&mut registry);
             grid_sample::register(&mut registry);
+            fft::register(&mut registry);
             shape::register(&mut registry);
             registry
         })

@@ -476,6 +476,14 @@ pub enum KernelOp {
         weights: Vec<f32>,
         bias: Vec<f32>,
     },
+    /// The discrete Fourier transform along `axis` of complex values stored as `[re, im]` pairs
+    /// on the last axis (tract's `Fft`, from ONNX `DFT`): `y[k] = Σ_n x[n]·e^(∓2πi·kn/len)`,
+    /// `+` when `inverse` (unnormalized, as tract's). f32. Input: `x`; the output has its shape.
+    Dft {
+        input_shape: Vec<usize>,
+        axis: usize,
+        inverse: bool,
+    },
     /// ONNX `GridSample`: `x` (`N, C, D1..Dk`, k = 2 or 3) sampled at the normalized coordinates
     /// of `grid` (`N, O1..Ok, k`, last axis in reverse spatial order: x then y then z), as
     /// tract's op does. f32. Inputs: `x`, `grid`. Output: `N, C, O1..Ok`.

@@ -8,6 +8,21 @@ use crate::{DType, Error, Result};
 
 type Shape = Vec<usize>;
 
+/// What [`dft_geometry`] accepts, for errors.
+pub const DFT_SHAPES: &str = "[re, im] pairs on the last axis, the transformed axis before it";
+
+/// `(outer, len, inner)` of a `Dft` along `axis` (`inner` counts the elements after `axis`,
+/// the pair included), when the shape has the pairs and the axis is one before them.
+pub fn dft_geometry(input_shape: &[usize], axis: usize) -> Option<(usize, usize, usize)> {
+    let rank = input_shape.len();
+    if rank < 2 || input_shape[rank - 1] != 2 || axis + 1 >= rank {
+        return None;
+    }
+    let outer = input_shape[..axis].iter().product();
+    let inner = input_shape[axis + 1..].iter().product();
+    Some((outer, input_shape[axis], inner))
+}
+
 /// What [`grid_sample_axes`] accepts, for errors.
 pub const GRID_SAMPLE_SHAPES: &str =
     "x N, C and 2 or 3 spatial axes (2 for bicubic), grid N, O1..Ok, k";
@@ -656,6 +671,15 @@ pub fn output_shapes(
                 input_shape.iter().zip(scales).map(|(d, s)| d * s).collect(),
                 *dtype,
             )
+        }
+        KernelOp::Dft {
+            input_shape, axis, ..
+        } => {
+            expect_shape(op, "input", first(0)?.0, input_shape)?;
+            if dft_geometry(input_shape, *axis).is_none() {
+                return Err(bad(op, DFT_SHAPES));
+            }
+            one(input_shape.clone(), DType::F32)
         }
         KernelOp::GridSample {
             input_shape,

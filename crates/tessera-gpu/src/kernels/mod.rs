@@ -11,7 +11,7 @@
 //! | `matmul.rs` | MatMul | a GEMM call; else `matmul` (tiled), `matvec` (a side is thin, or the GEMM library cannot take the layout) |
 //! | `conv.rs` | Conv, ConvTranspose | `im2col` + GEMM calls + `bias` (channels-first, with a GEMM library); else `conv`; `conv_transpose` |
 //! | `pool.rs` | MaxPool, SumPool | `pool` |
-//! | `reduce.rs` | Reduce, Softmax, RmsNorm, Lrn, TopK, LstmEpilogue | `reduce`, `softmax`, `norm`, `lrn`, `topk`, `lstm` |
+//! | `reduce.rs` | Reduce, Softmax, RmsNorm, Lrn, TopK, LstmEpilogue, Dft | `reduce`, `softmax`, `norm`, `lrn`, `topk`, `lstm`, `dft` |
 //! | `shape.rs` | Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample, Resample, GridSample, GatherElements, GatherNd, ScatterElements, ScatterNd, Trilu, OneHot | `transpose`, `slice`, `concat`, `gather`, `pad`, `broadcast`, `upsample`, `resample`, `grid_sample`, `gather_elements`, `gather_nd`, `scatter_elements`, `scatter_nd`, `trilu`, `onehot` |
 //!
 //! Parameters are `u32` words (shapes, strides, f32 bit patterns), so a kernel's shape never goes
@@ -251,7 +251,8 @@ fn encode_op(op: &KernelOp, io: &StepIo, target: &Target) -> Result<Kernel> {
         | KernelOp::RmsNorm { .. }
         | KernelOp::Lrn { .. }
         | KernelOp::TopK { .. }
-        | KernelOp::LstmEpilogue { .. } => reduce::encode(op, io),
+        | KernelOp::LstmEpilogue { .. }
+        | KernelOp::Dft { .. } => reduce::encode(op, io),
         KernelOp::Unary { .. }
         | KernelOp::Binary { .. }
         | KernelOp::Select { .. }
@@ -357,7 +358,7 @@ macro_rules! kernel_sources {
             "binary", "broadcast", "cast", "concat", "conv", "conv_transpose", "gather",
             "gather_elements", "gather_nd", "lrn", "lstm", "matvec", "norm", "onehot", "pad", "pool",
             "quantize", "reduce", "scatter_elements", "scatter_nd", "select", "slice", "softmax", "topk",
-            "transpose", "trilu", "unary", "upsample", "resample", "grid_sample", $($extra),*
+            "transpose", "trilu", "unary", "upsample", "resample", "grid_sample", "dft", $($extra),*
         ])
     };
     (@list $dir:literal, $ext:literal, [$($name:literal),*]) => {

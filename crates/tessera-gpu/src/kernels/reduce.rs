@@ -1,5 +1,6 @@
 //! Reductions and normalizations: Reduce (`reduce`), Softmax (`softmax`), RmsNorm
-//! (`norm`), Lrn (`lrn`), TopK (`topk`) and the LSTM cell's tail (`lstm`).
+//! (`norm`), Lrn (`lrn`), TopK (`topk`), the LSTM cell's tail (`lstm`) and the discrete Fourier
+//! transform along an axis (`dft`).
 //!
 //! The row kernels (Reduce, Softmax, RmsNorm) see the tensor as rows: one row per element of
 //! the reduced shape, holding the elements over the reduced axes. Axes are merged first (runs of
@@ -7,6 +8,7 @@
 
 use super::{Dispatch, Grid, Kernel, Operand, StepIo, no_kernel, params, shader, u32_param, word};
 use crate::repr;
+use tessera_core::plan::shapes::{DFT_SHAPES, dft_geometry};
 use tessera_core::plan::{KernelOp, ReduceOp};
 use tessera_core::{DType, Error, Result};
 
@@ -17,6 +19,11 @@ const MAX_GROUPS: usize = 65535;
 
 pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
     match op {
+        KernelOp::Dft {
+            input_shape,
+            axis,
+            inverse,
+        } => dft(input_shape, *axis, *inverse),
         KernelOp::Reduce {
             op: reducer,
             dtype,
@@ -111,6 +118,32 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo) -> Result<Kernel> {
 }
 
 /// Float ops only, like the reference (f16 computes in f32 words).
+/// One thread per output pair, each summing `len` products with twiddles computed here in f64:
+/// lengths whose `k · n` would overflow a `u32` are refused.
+fn dft(input_shape: &[usize], axis: usize, inverse: bool) -> Result<Kernel> {
+    let Some((outer, len, inner)) = dft_geometry(input_shape, axis) else {
+        return Err(Error::Internal(format!("Dft: {DFT_SHAPES}")));
+    };
+    if len > u16::MAX as usize {
+        return Err(Error::Internal(format!(
+            "Dft: an axis of {len} (at most {} on a GPU)",
+            u16::MAX
+        )));
+    }
+    let pairs = outer * len * inner / 2;
+    let sign = if inverse { 1.0 } else { -1.0 };
+    let angles = (0..len).map(|r| sign * std::f64::consts::TAU * r as f64 / len as f64);
+    let mut p = params([pairs, len, inner, 0])?;
+    p.extend(angles.clone().map(|a| (a.cos() as f32).to_bits()));
+    p.extend(angles.map(|a| (a.sin() as f32).to_bits()));
+    Ok(Kernel::single(Dispatch {
+        shader: shader("dft", vec![]),
+        params: p,
+        bindings: vec![Operand::Input(0), Operand::Output(0)],
+        grid: Grid::Threads(pairs),
+    }))
+}
+
 fn float(op: &KernelOp, dtype: DType) -> Result<()> {
     if matches!(dtype, DType::F32 | DType::F16) {
         Ok(())

@@ -237,9 +237,10 @@ fn check(op: &KernelOp, inputs: &[Tensor]) {
 }
 
 /// A tensor of `dtype` holding `values` converted the way a cast would (Rust's `as`).
-/// [`check`] within `1e-6 + 1e-5·|expected|`: for sums of many products, which a shader
-/// compiler may fuse into FMAs (one rounding where the reference has two).
-fn check_close(op: &KernelOp, inputs: &[Tensor]) {
+/// [`check`] within `atol + rtol·|expected|`: for sums of many products, which a shader
+/// compiler may fuse into FMAs (one rounding where the reference has two), or of values from
+/// the GPU's own `sin` and `cos`.
+fn check_close(op: &KernelOp, inputs: &[Tensor], atol: f64, rtol: f64) {
     let (expected, actual) = run_both(op, inputs);
     let Some(actual) = actual else {
         eprintln!("no wgpu adapter: {} not run on a device", op.name());
@@ -249,7 +250,7 @@ fn check_close(op: &KernelOp, inputs: &[Tensor]) {
     assert_eq!(e.len(), a.len(), "{op:?}");
     for (ix, (e, a)) in e.iter().zip(&a).enumerate() {
         assert!(
-            (e - a).abs() <= 1e-6 + 1e-5 * e.abs(),
+            (e - a).abs() <= atol + rtol * e.abs(),
             "{op:?}: element {ix}: expected {e}, got {a}"
         );
     }
@@ -672,6 +673,29 @@ fn resample_matches_the_reference() {
 }
 
 #[test]
+fn dft_matches_the_reference() {
+    // Lengths 1, 2, 7 and 16 along each axis before the pairs, forward and inverse; values in
+    // [-1, 1], so that 1e-5 bounds the sums of up to 16 products of the GPU's sin and cos.
+    for (shape, axis) in [
+        (vec![3, 7, 2], 1),
+        (vec![16, 3, 2], 0),
+        (vec![2, 1, 4, 2], 1),
+        (vec![2, 2, 5, 2], 2),
+    ] {
+        let n: usize = shape.iter().product();
+        let values: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
+        for inverse in [false, true] {
+            let op = KernelOp::Dft {
+                input_shape: shape.clone(),
+                axis,
+                inverse,
+            };
+            check_close(&op, &[tensor(&shape, DType::F32, &values)], 1e-5, 1e-5);
+        }
+    }
+}
+
+#[test]
 fn grid_sample_matches_the_reference() {
     use tessera_core::plan::{GridPadding, GridSampleMode};
     // Grid coordinates from -1.6 to 1.6: inside, on and past the input's bounds.
@@ -710,7 +734,7 @@ fn grid_sample_matches_the_reference() {
                     let inputs = [iota(&input_shape, DType::F32), coordinates(&grid_shape)];
                     // Bicubic sums 16 products per output; the others match exactly.
                     if mode == GridSampleMode::Bicubic {
-                        check_close(&op, &inputs);
+                        check_close(&op, &inputs, 1e-6, 1e-5);
                     } else {
                         check(&op, &inputs);
                     }

@@ -464,6 +464,11 @@ fn run_step(step: &Step, args: &[Arg], outputs: &[(&[usize], DType)]) -> Result<
             ..
         } => one(shape::broadcast(arg(0)?, input_shape, output_shape)),
         KernelOp::Upsample { scales, .. } => one(shape::upsample(arg(0)?, scales)),
+        KernelOp::Dft {
+            input_shape,
+            axis,
+            inverse,
+        } => one(sample::dft(arg(0)?, input_shape, *axis, *inverse)),
         KernelOp::GridSample {
             mode,
             padding,

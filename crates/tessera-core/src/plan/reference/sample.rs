@@ -1,9 +1,39 @@
-//! `GridSample` on the host, for checking device kernels: tract's semantics (ONNX/PyTorch),
-//! written over flat arrays in the order the kernels compute.
+//! `GridSample` and `Dft` on the host, for checking device kernels: tract's semantics
+//! (ONNX/PyTorch), written over flat arrays in the order the kernels compute (the DFT in f64).
 
 use super::{Arg, fail};
 use crate::plan::{GridPadding, GridSampleMode};
 use crate::{Result, TensorData};
+
+pub(super) fn dft(x: Arg, shape: &[usize], axis: usize, inverse: bool) -> Result<TensorData> {
+    let TensorData::F32(xs) = x.data else {
+        return Err(fail("Dft reads f32"));
+    };
+    let Some((outer, len, inner)) = crate::plan::shapes::dft_geometry(shape, axis) else {
+        return Err(fail(crate::plan::shapes::DFT_SHAPES));
+    };
+    let sign = if inverse { 1.0 } else { -1.0 };
+    let mut out = vec![0f32; xs.len()];
+    for o in 0..outer {
+        for k in 0..len {
+            for pair in (0..inner).step_by(2) {
+                let (mut re, mut im) = (0f64, 0f64);
+                for n in 0..len {
+                    let angle = sign * std::f64::consts::TAU * ((k * n) % len) as f64 / len as f64;
+                    let (s, c) = angle.sin_cos();
+                    let at = (o * len + n) * inner + pair;
+                    let (xr, xi) = (f64::from(xs[at]), f64::from(xs[at + 1]));
+                    re += xr * c - xi * s;
+                    im += xr * s + xi * c;
+                }
+                let at = (o * len + k) * inner + pair;
+                out[at] = re as f32;
+                out[at + 1] = im as f32;
+            }
+        }
+    }
+    Ok(TensorData::F32(out))
+}
 
 struct Sampler<'a> {
     x: &'a [f32],

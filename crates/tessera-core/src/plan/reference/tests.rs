@@ -1001,3 +1001,40 @@ fn resample_is_tracts() {
         }
     }
 }
+
+#[test]
+fn dft_is_tracts() {
+    use tract_onnx::prelude::{IntoTValue, tvec};
+    use tract_onnx::tract_core::ops::EvalOp;
+    use tract_onnx::tract_core::ops::fft::Fft;
+    for (shape, axis) in [
+        (vec![3usize, 7, 2], 1usize),
+        (vec![8, 3, 2], 0),
+        (vec![2, 2, 5, 2], 2),
+    ] {
+        let xs: Vec<f32> = (0..shape.iter().product::<usize>())
+            .map(|i| (i as f32 * 0.7).sin())
+            .collect();
+        for inverse in [false, true] {
+            let x = tract_onnx::prelude::Tensor::from_shape(&shape, &xs).unwrap();
+            let expected = Fft { axis, inverse }
+                .eval_out_of_plan(tvec![x.into_tvalue()])
+                .unwrap()
+                .expect("Fft evaluates out of a plan")
+                .remove(0);
+            let expected = expected.try_as_plain_ram().unwrap();
+            let expected = expected.as_slice::<f32>().unwrap();
+            let op = KernelOp::Dft {
+                input_shape: shape.clone(),
+                axis,
+                inverse,
+            };
+            let out = run(
+                op,
+                &[(shape.clone(), TensorData::F32(xs.clone()))],
+                (&[], DType::F32),
+            );
+            close(&f32s(&out[0]), expected);
+        }
+    }
+}
