@@ -9,8 +9,8 @@
 //! operand only, repeat an axis, carry quantization parameters, or mix dtypes are not lowered.
 
 use super::{Lowering, NodeFacts, Operand, Registry};
-use crate::Result;
 use crate::plan::{KernelOp, MatLayout};
+use crate::{DType, Result};
 use tract_onnx::prelude::TypedNode;
 use tract_onnx::tract_core::ops::einsum::EinSum;
 
@@ -64,8 +64,15 @@ fn einsum(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
         &facts.output(0)?.shape,
     ];
     let dtype = facts.output(0)?.dtype;
-    if facts.input(0)?.dtype != dtype || facts.input(1)?.dtype != dtype {
-        return Ok(None);
+    // f16 operands of an f32 product (tract accumulates attention in f32) are widened first:
+    // exact, and the product runs as every f32 one.
+    let mut widen = [None, None];
+    for (which, slot) in widen.iter_mut().enumerate() {
+        match (facts.input(which)?.dtype, dtype) {
+            (from, to) if from == to => {}
+            (DType::F16, DType::F32) => *slot = Some(DType::F16),
+            _ => return Ok(None),
+        }
     }
     let (mut batch, mut m, mut n, mut k) = (vec![], vec![], vec![], vec![]);
     for axis in op.axes.iter_all_axes() {
@@ -109,6 +116,20 @@ fn einsum(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
     let mut shapes = shapes.map(|s| s.clone());
     let mut lowering = Lowering::default();
     let mut operands = [Operand::In(0), Operand::In(1), Operand::Out(0)];
+    for (which, from) in widen.iter().enumerate() {
+        let Some(from) = *from else {
+            continue;
+        };
+        let temp = Operand::Temp(lowering.temps.len());
+        lowering.temps.push((shapes[which].clone(), dtype));
+        lowering.steps.push((
+            KernelOp::Cast { from, to: dtype },
+            vec![Operand::In(which)],
+            vec![temp],
+        ));
+        operands[which] = temp;
+    }
+    let sources = [operands[0], operands[1]];
     // An operand whose groups do not merge is transposed to [other axes, batch, rows, cols].
     let mut transposes = vec![];
     for which in 0..3 {
@@ -207,7 +228,7 @@ fn einsum(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
                     input_shape,
                     perm,
                 },
-                vec![Operand::In(which)],
+                vec![sources[which]],
                 vec![temp],
             ));
         }
