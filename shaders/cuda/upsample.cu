@@ -1,6 +1,7 @@
-// Nearest upsampling by an integer factor per axis: out[c] = in[c / scale]. Words of any
-// dtype, moved as u32.
-// params: [n, rank, out_shape[rank], scales[rank], in_strides[rank]] (row-major strides)
+// Nearest upsampling by an integer factor per axis, out[c] = in[c / factor], or (TS_TILED =
+// true) tiling, the input repeated along each axis, out[c] = in[c mod factor] with the input's
+// shape as factors. Words of any dtype, moved as u32.
+// params: [n, rank, out_shape[rank], factors[rank], in_strides[rank]] (row-major strides)
 struct Kernel {
     const u32* params;
     u32* x;
@@ -18,7 +19,9 @@ struct Kernel {
             const auto dim = params[2u + d];
             const auto coord = rest % dim;
             rest = rest / dim;
-            src += (coord / params[2u + rank + d]) * params[2u + 2u * rank + d];
+            const auto factor = params[2u + rank + d];
+            const auto at = TS_TILED ? coord % factor : coord / factor;
+            src += at * params[2u + 2u * rank + d];
         }
         y[i] = x[src];
     }

@@ -1,9 +1,12 @@
-// Nearest upsampling by an integer factor per axis: out[c] = in[c / scale]. Words of any
-// dtype, moved as u32.
-// params: [n, rank, out_shape[rank], scales[rank], in_strides[rank]] (row-major strides)
+// Nearest upsampling by an integer factor per axis, out[c] = in[c / factor], or ({{TILED}} =
+// true) tiling, the input repeated along each axis, out[c] = in[c mod factor] with the input's
+// shape as factors. Words of any dtype, moved as u32.
+// params: [n, rank, out_shape[rank], factors[rank], in_strides[rank]] (row-major strides)
 
 @group(0) @binding(1) var<storage, read> x: array<u32>;
 @group(0) @binding(2) var<storage, read_write> y: array<u32>;
+
+const TILED: bool = {{TILED}};
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
@@ -18,7 +21,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         let dim = params[2u + d];
         let coord = rest % dim;
         rest = rest / dim;
-        src += (coord / params[2u + rank + d]) * params[2u + 2u * rank + d];
+        let factor = params[2u + rank + d];
+        let at = select(coord / factor, coord % factor, TILED);
+        src += at * params[2u + 2u * rank + d];
     }
     y[i] = x[src];
 }

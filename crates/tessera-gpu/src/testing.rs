@@ -396,6 +396,12 @@ pub fn shape_shaders_validate(c: &KernelCheck) {
             scales: vec![1, 2, 3],
         };
         c.check(&op, &[(x, dtype)], &[(&[2, 6, 12], dtype)]);
+        let op = KernelOp::Tile {
+            dtype,
+            input_shape: x.to_vec(),
+            multipliers: vec![2, 1, 3],
+        };
+        c.check(&op, &[(x, dtype)], &[(&[4, 3, 12], dtype)]);
     }
     // Resize's taps along one axis (f32): the middle axis of [2, 3, 4] to 5 positions, two taps
     // each, the last position extrapolated.
@@ -594,6 +600,11 @@ pub fn bad_parameters_are_errors(c: &KernelCheck) {
             input_shape: vec![2, 3],
             axis: 0,
             inverse: false,
+        },
+        KernelOp::Tile {
+            dtype: DType::F32,
+            input_shape: vec![2, 3],
+            multipliers: vec![2],
         },
         KernelOp::GridSample {
             input_shape: vec![1, 2, 3, 4, 5],

@@ -1,5 +1,6 @@
 //! Data movement: tract's `AxisOp` (views, or a transpose for `Move`), `Slice`, `Downsample`,
-//! `TypedConcat`, `Gather`, `Pad`, `MultiBroadcastTo`, `NearestUpsample` and `FiniteReshape`;
+//! `TypedConcat`, `Gather`, `Pad`, `MultiBroadcastTo`, `NearestUpsample`, `Tile` and
+//! `FiniteReshape`;
 //! and the indexing ops `GatherElements`, `GatherNd`, `ScatterElements`, `ScatterNd`, `Trilu`
 //! and `OneHot`.
 //!
@@ -16,7 +17,7 @@ use tract_onnx::tract_core::ops::Downsample;
 use tract_onnx::tract_core::ops::array::{
     FiniteReshape, Gather, GatherElements, GatherNd, MultiBroadcastTo, OneHot, Pad,
     PadMode as TractPadMode, ScatterElements, ScatterNd, ScatterReduction as TractScatterReduction,
-    Slice, Trilu, TypedConcat,
+    Slice, Tile, Trilu, TypedConcat,
 };
 use tract_onnx::tract_core::ops::change_axes::AxisOp;
 use tract_onnx::tract_core::ops::nn::NearestUpsample;
@@ -31,6 +32,7 @@ pub(super) fn register(registry: &mut Registry) {
     registry.add::<Pad>(pad);
     registry.add::<MultiBroadcastTo>(broadcast);
     registry.add::<NearestUpsample>(upsample);
+    registry.add::<Tile>(tile);
     registry.add::<GatherElements>(gather_elements);
     registry.add::<GatherNd>(gather_nd);
     registry.add::<ScatterNd>(scatter_nd);
@@ -148,6 +150,30 @@ fn downsample(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
         return Ok(None);
     }
     slice_step(facts, op.axis, op.modulo, dim, op.stride.unsigned_abs())
+}
+
+fn tile(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
+    let Some(op) = node.op_as::<Tile>() else {
+        return Ok(None);
+    };
+    let Ok(multipliers) = op
+        .multipliers
+        .iter()
+        .map(|m| m.to_usize())
+        .collect::<Result<Vec<usize>, _>>()
+    else {
+        return Ok(None);
+    };
+    let x = facts.input(0)?;
+    if multipliers.iter().all(|&m| m == 1) {
+        return Ok(Some(Lowering::view()));
+    }
+    let kernel = KernelOp::Tile {
+        dtype: x.dtype,
+        input_shape: x.shape.clone(),
+        multipliers,
+    };
+    Ok(Some(Lowering::step_on(kernel, vec![0], 1)))
 }
 
 fn concat(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {

@@ -462,6 +462,13 @@ pub enum KernelOp {
         input_shape: Vec<usize>,
         scales: Vec<usize>,
     },
+    /// The input repeated `multipliers[a]` times along each axis `a` (ONNX `Tile`):
+    /// `out[c] = in[c mod input_shape]`.
+    Tile {
+        dtype: DType,
+        input_shape: Vec<usize>,
+        multipliers: Vec<usize>,
+    },
     /// Resampling along one axis (ONNX `Resize`: one step per resized axis, nearest, linear or
     /// cubic, with or without antialiasing). Output position `x` along `axis` is
     /// `bias[x] + Σ_k weights[x·window + k] · input[…, indices[x·window + k], …]` (taps of weight

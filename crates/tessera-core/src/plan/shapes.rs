@@ -672,6 +672,24 @@ pub fn output_shapes(
                 *dtype,
             )
         }
+        KernelOp::Tile {
+            dtype,
+            input_shape,
+            multipliers,
+        } => {
+            expect_shape(op, "input", first(0)?.0, input_shape)?;
+            if multipliers.len() != input_shape.len() {
+                return Err(bad(op, "one multiplier per axis"));
+            }
+            one(
+                input_shape
+                    .iter()
+                    .zip(multipliers)
+                    .map(|(d, m)| d * m)
+                    .collect(),
+                *dtype,
+            )
+        }
         KernelOp::Dft {
             input_shape, axis, ..
         } => {

@@ -12,7 +12,7 @@
 //! | `conv.rs` | Conv, ConvTranspose | `im2col` + GEMM calls + `bias` (channels-first, with a GEMM library); else `conv`; `conv_transpose` |
 //! | `pool.rs` | MaxPool, SumPool | `pool` |
 //! | `reduce.rs` | Reduce, Softmax, RmsNorm, Lrn, TopK, LstmEpilogue, Dft | `reduce`, `softmax`, `norm`, `lrn`, `topk`, `lstm`, `dft` |
-//! | `shape.rs` | Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample, Resample, GridSample, GatherElements, GatherNd, ScatterElements, ScatterNd, Trilu, OneHot | `transpose`, `slice`, `concat`, `gather`, `pad`, `broadcast`, `upsample`, `resample`, `grid_sample`, `gather_elements`, `gather_nd`, `scatter_elements`, `scatter_nd`, `trilu`, `onehot` |
+//! | `shape.rs` | Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample, Tile, Resample, GridSample, GatherElements, GatherNd, ScatterElements, ScatterNd, Trilu, OneHot | `transpose`, `slice`, `concat`, `gather`, `pad`, `broadcast`, `upsample` (Tile too), `resample`, `grid_sample`, `gather_elements`, `gather_nd`, `scatter_elements`, `scatter_nd`, `trilu`, `onehot` |
 //!
 //! Parameters are `u32` words (shapes, strides, f32 bit patterns), so a kernel's shape never goes
 //! in a define and compiled kernels are cached by name and defines. Every element is one 32-bit
@@ -267,6 +267,7 @@ fn encode_op(op: &KernelOp, io: &StepIo, target: &Target) -> Result<Kernel> {
         | KernelOp::Pad { .. }
         | KernelOp::Broadcast { .. }
         | KernelOp::Upsample { .. }
+        | KernelOp::Tile { .. }
         | KernelOp::Resample { .. }
         | KernelOp::GridSample { .. }
         | KernelOp::GatherElements { .. }

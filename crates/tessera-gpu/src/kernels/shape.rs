@@ -1,6 +1,7 @@
-//! Data movement kernels: Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample, the
+//! Data movement kernels: Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample, Tile, the
 //! samplers Resample (Resize's weighted taps along one axis) and GridSample (`transpose`,
-//! `slice`, `concat`, `gather`, `pad`, `broadcast`, `upsample`, `resample`, `grid_sample`), and the indexing ops GatherElements, GatherNd, ScatterElements, ScatterNd, Trilu,
+//! `slice`, `concat`, `gather`, `pad`, `broadcast`, `upsample` (Tile too), `resample`,
+//! `grid_sample`), and the indexing ops GatherElements, GatherNd, ScatterElements, ScatterNd, Trilu,
 //! OneHot (`gather_elements`, `gather_nd`, `scatter_elements`, `scatter_nd`, `trilu`, `onehot`).
 //!
 //! A word is a word: these kernels copy 32-bit words without looking at them, so every dtype
@@ -57,6 +58,11 @@ pub(super) fn encode(op: &KernelOp, _io: &StepIo) -> Result<Kernel> {
             input_shape,
             scales,
         } => upsample(*dtype, input_shape, scales),
+        KernelOp::Tile {
+            dtype,
+            input_shape,
+            multipliers,
+        } => tile(*dtype, input_shape, multipliers),
         KernelOp::Resample {
             input_shape,
             axis,
@@ -372,7 +378,36 @@ fn upsample(dtype: DType, input_shape: &[usize], scales: &[usize]) -> Result<Ker
     p.extend(params(out_shape.iter().copied())?);
     p.extend(params(scales.iter().copied())?);
     p.extend(params(strides(input_shape, false))?);
-    copy_kernel("upsample", p, n)
+    repeat_kernel(p, n, false)
+}
+
+/// The `upsample` kernel: nearest upsampling, or tiling when `tiled`.
+fn repeat_kernel(p: Vec<u32>, n: usize, tiled: bool) -> Result<Kernel> {
+    Ok(Kernel::single(Dispatch {
+        shader: shader("upsample", vec![("TILED", tiled.to_string())]),
+        params: p,
+        bindings: vec![Operand::Input(0), Operand::Output(0)],
+        grid: Grid::Threads(n),
+    }))
+}
+
+fn tile(dtype: DType, input_shape: &[usize], multipliers: &[usize]) -> Result<Kernel> {
+    word(dtype)?;
+    let rank = input_shape.len();
+    if multipliers.len() != rank {
+        return Err(bad("Tile", "one multiplier per axis"));
+    }
+    let out_shape: Vec<usize> = input_shape
+        .iter()
+        .zip(multipliers)
+        .map(|(d, m)| d * m)
+        .collect();
+    let n: usize = out_shape.iter().product();
+    let mut p = params([n, rank])?;
+    p.extend(params(out_shape.iter().copied())?);
+    p.extend(params(input_shape.iter().copied())?);
+    p.extend(params(strides(input_shape, false))?);
+    repeat_kernel(p, n, true)
 }
 
 fn resample(

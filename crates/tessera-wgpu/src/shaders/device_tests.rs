@@ -615,7 +615,7 @@ fn pad_matches_the_reference() {
 }
 
 #[test]
-fn broadcast_and_upsample_match_the_reference() {
+fn broadcast_upsample_and_tile_match_the_reference() {
     for (input_shape, output_shape) in [
         (vec![1, 3, 1], vec![2, 3, 4]),
         (vec![1, 1, 1], vec![2, 3, 4]),
@@ -633,9 +633,17 @@ fn broadcast_and_upsample_match_the_reference() {
         let op = KernelOp::Upsample {
             dtype: DType::F32,
             input_shape: vec![2, 3, 2],
-            scales,
+            scales: scales.clone(),
         };
         check(&op, &[iota(&[2, 3, 2], DType::F32)]);
+        for dtype in [DType::F32, DType::I64, DType::U8] {
+            let op = KernelOp::Tile {
+                dtype,
+                input_shape: vec![2, 3, 2],
+                multipliers: scales.clone(),
+            };
+            check(&op, &[iota(&[2, 3, 2], dtype)]);
+        }
     }
 }
 

@@ -464,6 +464,7 @@ fn run_step(step: &Step, args: &[Arg], outputs: &[(&[usize], DType)]) -> Result<
             ..
         } => one(shape::broadcast(arg(0)?, input_shape, output_shape)),
         KernelOp::Upsample { scales, .. } => one(shape::upsample(arg(0)?, scales)),
+        KernelOp::Tile { multipliers, .. } => one(shape::tile(arg(0)?, multipliers)),
         KernelOp::Dft {
             input_shape,
             axis,

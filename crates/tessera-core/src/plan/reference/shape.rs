@@ -456,6 +456,30 @@ pub(super) fn resample(
     Ok(TensorData::F32(out))
 }
 
+pub(super) fn tile(x: Arg, multipliers: &[usize]) -> Result<TensorData> {
+    if multipliers.len() != x.shape.len() {
+        return Err(fail("one multiplier per axis"));
+    }
+    let out_shape: Vec<usize> = x
+        .shape
+        .iter()
+        .zip(multipliers)
+        .map(|(d, m)| d * m)
+        .collect();
+    let s = strides(x.shape);
+    let mut map = Vec::with_capacity(out_shape.iter().product());
+    for flat in 0..out_shape.iter().product::<usize>() {
+        let (mut rest, mut at) = (flat, 0);
+        for axis in (0..out_shape.len()).rev() {
+            let o = rest % out_shape[axis];
+            rest /= out_shape[axis];
+            at += (o % x.shape[axis]) * s[axis];
+        }
+        map.push(at);
+    }
+    take(x.data, &map)
+}
+
 pub(super) fn upsample(x: Arg, scales: &[usize]) -> Result<TensorData> {
     if scales.len() != x.shape.len() || scales.contains(&0) {
         return Err(fail("one non-zero scale per axis"));

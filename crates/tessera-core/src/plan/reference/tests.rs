@@ -1038,3 +1038,20 @@ fn dft_is_tracts() {
         }
     }
 }
+
+#[test]
+fn tile_repeats_each_axis() {
+    let op = KernelOp::Tile {
+        dtype: DType::F32,
+        input_shape: vec![2, 2],
+        multipliers: vec![2, 3],
+    };
+    let out = run(
+        op,
+        &[(vec![2, 2], TensorData::F32(vec![1.0, 2.0, 3.0, 4.0]))],
+        (&[4, 6], DType::F32),
+    );
+    let row = |a: f32, b: f32| [a, b, a, b, a, b];
+    let expected: Vec<f32> = [row(1.0, 2.0), row(3.0, 4.0), row(1.0, 2.0), row(3.0, 4.0)].concat();
+    assert_eq!(f32s(&out[0]), expected);
+}
