@@ -661,31 +661,22 @@ pub fn output_shapes(
         KernelOp::Upsample {
             dtype,
             input_shape,
-            scales,
-        } => {
-            expect_shape(op, "input", first(0)?.0, input_shape)?;
-            if scales.len() != input_shape.len() {
-                return Err(bad(op, "one scale per axis"));
-            }
-            one(
-                input_shape.iter().zip(scales).map(|(d, s)| d * s).collect(),
-                *dtype,
-            )
+            scales: factors,
         }
-        KernelOp::Tile {
+        | KernelOp::Tile {
             dtype,
             input_shape,
-            multipliers,
+            multipliers: factors,
         } => {
             expect_shape(op, "input", first(0)?.0, input_shape)?;
-            if multipliers.len() != input_shape.len() {
-                return Err(bad(op, "one multiplier per axis"));
+            if factors.len() != input_shape.len() {
+                return Err(bad(op, "one factor per axis"));
             }
             one(
                 input_shape
                     .iter()
-                    .zip(multipliers)
-                    .map(|(d, m)| d * m)
+                    .zip(factors)
+                    .map(|(d, f)| d * f)
                     .collect(),
                 *dtype,
             )
@@ -707,17 +698,9 @@ pub fn output_shapes(
         } => {
             expect_shape(op, "input", first(0)?.0, input_shape)?;
             expect_shape(op, "grid", first(1)?.0, grid_shape)?;
-            let k = input_shape.len().saturating_sub(2);
-            let fits = (k == 2 || (k == 3 && *mode != GridSampleMode::Bicubic))
-                && grid_shape.len() == k + 2
-                && grid_shape[0] == input_shape[0]
-                && grid_shape[k + 1] == k;
-            if !fits {
-                return Err(bad(
-                    op,
-                    "x N, C and 2 or 3 spatial axes (2 for bicubic), grid N, O1..Ok, k",
-                ));
-            }
+            let Some(k) = grid_sample_axes(input_shape, grid_shape, *mode) else {
+                return Err(bad(op, GRID_SAMPLE_SHAPES));
+            };
             let mut shape = input_shape[..2].to_vec();
             shape.extend_from_slice(&grid_shape[1..=k]);
             one(shape, DType::F32)

@@ -367,47 +367,41 @@ fn broadcast(dtype: DType, input_shape: &[usize], output_shape: &[usize]) -> Res
 }
 
 fn upsample(dtype: DType, input_shape: &[usize], scales: &[usize]) -> Result<Kernel> {
-    word(dtype)?;
-    let rank = input_shape.len();
-    if scales.len() != rank || scales.contains(&0) {
+    if scales.len() != input_shape.len() || scales.contains(&0) {
         return Err(bad("Upsample", "one non-zero scale per axis"));
     }
-    let out_shape: Vec<usize> = input_shape.iter().zip(scales).map(|(d, s)| d * s).collect();
-    let n: usize = out_shape.iter().product();
-    let mut p = params([n, rank])?;
-    p.extend(params(out_shape.iter().copied())?);
-    p.extend(params(scales.iter().copied())?);
-    p.extend(params(strides(input_shape, false))?);
-    repeat_kernel(p, n, false)
+    repeat(dtype, input_shape, scales, false)
 }
 
-/// The `upsample` kernel: nearest upsampling, or tiling when `tiled`.
-fn repeat_kernel(p: Vec<u32>, n: usize, tiled: bool) -> Result<Kernel> {
+fn tile(dtype: DType, input_shape: &[usize], multipliers: &[usize]) -> Result<Kernel> {
+    if multipliers.len() != input_shape.len() {
+        return Err(bad("Tile", "one multiplier per axis"));
+    }
+    repeat(dtype, input_shape, multipliers, true)
+}
+
+/// The `upsample` kernel: each axis `factors[a]` times longer, its output coordinates divided by
+/// the factor (nearest upsampling) or, when `tiled`, taken modulo the input's extent.
+fn repeat(dtype: DType, input_shape: &[usize], factors: &[usize], tiled: bool) -> Result<Kernel> {
+    word(dtype)?;
+    let out_shape: Vec<usize> = input_shape
+        .iter()
+        .zip(factors)
+        .map(|(d, f)| d * f)
+        .collect();
+    let n: usize = out_shape.iter().product();
+    let mut p = params([n, input_shape.len()])?;
+    p.extend(params(out_shape.iter().copied())?);
+    p.extend(params(
+        if tiled { input_shape } else { factors }.iter().copied(),
+    )?);
+    p.extend(params(strides(input_shape, false))?);
     Ok(Kernel::single(Dispatch {
         shader: shader("upsample", vec![("TILED", tiled.to_string())]),
         params: p,
         bindings: vec![Operand::Input(0), Operand::Output(0)],
         grid: Grid::Threads(n),
     }))
-}
-
-fn tile(dtype: DType, input_shape: &[usize], multipliers: &[usize]) -> Result<Kernel> {
-    word(dtype)?;
-    let rank = input_shape.len();
-    if multipliers.len() != rank {
-        return Err(bad("Tile", "one multiplier per axis"));
-    }
-    let out_shape: Vec<usize> = input_shape
-        .iter()
-        .zip(multipliers)
-        .map(|(d, m)| d * m)
-        .collect();
-    let n: usize = out_shape.iter().product();
-    let mut p = params([n, rank])?;
-    p.extend(params(out_shape.iter().copied())?);
-    p.extend(params(input_shape.iter().copied())?);
-    p.extend(params(strides(input_shape, false))?);
-    repeat_kernel(p, n, true)
 }
 
 fn resample(

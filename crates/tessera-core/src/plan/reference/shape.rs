@@ -460,31 +460,20 @@ pub(super) fn tile(x: Arg, multipliers: &[usize]) -> Result<TensorData> {
     if multipliers.len() != x.shape.len() {
         return Err(fail("one multiplier per axis"));
     }
-    let out_shape: Vec<usize> = x
-        .shape
-        .iter()
-        .zip(multipliers)
-        .map(|(d, m)| d * m)
-        .collect();
-    let s = strides(x.shape);
-    let mut map = Vec::with_capacity(out_shape.iter().product());
-    for flat in 0..out_shape.iter().product::<usize>() {
-        let (mut rest, mut at) = (flat, 0);
-        for axis in (0..out_shape.len()).rev() {
-            let o = rest % out_shape[axis];
-            rest /= out_shape[axis];
-            at += (o % x.shape[axis]) * s[axis];
-        }
-        map.push(at);
-    }
-    take(x.data, &map)
+    repeat(x, multipliers, true)
 }
 
 pub(super) fn upsample(x: Arg, scales: &[usize]) -> Result<TensorData> {
     if scales.len() != x.shape.len() || scales.contains(&0) {
         return Err(fail("one non-zero scale per axis"));
     }
-    let out_shape: Vec<usize> = x.shape.iter().zip(scales).map(|(d, s)| d * s).collect();
+    repeat(x, scales, false)
+}
+
+/// Each axis `factors[a]` times longer: output coordinate `o` reads `o mod len` when `tiled`,
+/// else `o / factor` (nearest upsampling).
+fn repeat(x: Arg, factors: &[usize], tiled: bool) -> Result<TensorData> {
+    let out_shape: Vec<usize> = x.shape.iter().zip(factors).map(|(d, f)| d * f).collect();
     let s = strides(x.shape);
     let mut map = Vec::with_capacity(out_shape.iter().product());
     for flat in 0..out_shape.iter().product::<usize>() {
@@ -492,7 +481,12 @@ pub(super) fn upsample(x: Arg, scales: &[usize]) -> Result<TensorData> {
         for axis in (0..out_shape.len()).rev() {
             let o = rest % out_shape[axis];
             rest /= out_shape[axis];
-            at += (o / scales[axis]) * s[axis];
+            let source = if tiled {
+                o % x.shape[axis]
+            } else {
+                o / factors[axis]
+            };
+            at += source * s[axis];
         }
         map.push(at);
     }
