@@ -3,7 +3,7 @@
 // normalized). One thread per output pair. The twiddles e^(-+2 pi i r / len) come with the
 // parameters, computed in f64 on the host (a GPU's sin and cos can be far less exact). f32.
 // params: [pairs (outer * len * inner / 2), len, inner (elements after the axis, the pair
-//          included), 0, then cos bits[len], sin bits[len] (r = k n mod len)]
+//          included), then cos bits[len], sin bits[len] (r = k n mod len)]
 struct Kernel {
     const u32* params;
     f32* x;
@@ -23,8 +23,8 @@ struct Kernel {
         f32 im = 0.0f;
         for (u32 n = 0u; n < len; n++) {
             const u32 r = (k * n) % len;
-            const f32 c = param_f32(4u + r);
-            const f32 s = param_f32(4u + len + r);
+            const f32 c = param_f32(3u + r);
+            const f32 s = param_f32(3u + len + r);
             const u32 at = (outer * len + n) * inner + 2u * pair;
             const f32 xr = x[at];
             const f32 xi = x[at + 1u];

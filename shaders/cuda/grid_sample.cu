@@ -14,7 +14,7 @@ struct Kernel {
 
     __device__ u32 extent(u32 d) { return params[7u + d]; }
 
-    __device__ f32 low(u32 size) { return params[5] != 0u ? 0.0f : -0.5f; }
+    __device__ f32 low() { return params[5] != 0u ? 0.0f : -0.5f; }
 
     __device__ f32 high(u32 size) {
         return params[5] != 0u ? f32(size) - 1.0f : f32(size) - 0.5f;
@@ -39,7 +39,7 @@ struct Kernel {
     }
 
     __device__ f32 pad_coordinate(f32 c, u32 size) {
-        const f32 lo = low(size);
+        const f32 lo = low();
         const f32 hi = high(size);
         if (params[4] == 1u) { return fminf(fmaxf(c, 0.0f), hi + lo); }
         if (params[4] == 2u) { return reflect_into(c, lo, hi); }
@@ -58,7 +58,7 @@ struct Kernel {
             } else if (params[4] == 1u) {
                 v = min(max(v, 0), int(size) - 1);
             } else {
-                v = min(max(int(reflect_into(f32(v), low(size), high(size))), 0), int(size) - 1);
+                v = min(max(int(reflect_into(f32(v), low(), high(size))), 0), int(size) - 1);
             }
             offset = offset * size + u32(v);
         }
@@ -93,7 +93,7 @@ struct Kernel {
             c[d] = params[5] != 0u ? (v + 1.0f) / 2.0f * (size - 1.0f)
                                    : ((v + 1.0f) * size - 1.0f) / 2.0f;
             if (mode == 0u) { c[d] = rintf(c[d]); }
-            if (c[d] < low(extent(d)) || c[d] > high(extent(d))) { outside = true; }
+            if (c[d] < low() || c[d] > high(extent(d))) { outside = true; }
         }
         if (outside) {
             for (u32 d = 0u; d < k; d++) { c[d] = pad_coordinate(c[d], extent(d)); }

@@ -3,7 +3,7 @@
 // normalized). One thread per output pair. The twiddles e^(-+2 pi i r / len) come with the
 // parameters, computed in f64 on the host (a GPU's sin and cos can be far less exact). f32.
 // params: [pairs (outer * len * inner / 2), len, inner (elements after the axis, the pair
-//          included), 0, then cos bits[len], sin bits[len] (r = k n mod len)]
+//          included), then cos bits[len], sin bits[len] (r = k n mod len)]
 
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
@@ -23,8 +23,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var im = 0.0;
     for (var n = 0u; n < len; n++) {
         let r = (k * n) % len;
-        let c = param_f32(4u + r);
-        let s = param_f32(4u + len + r);
+        let c = param_f32(3u + r);
+        let s = param_f32(3u + len + r);
         let at = (outer * len + n) * inner + 2u * pair;
         let xr = x[at];
         let xi = x[at + 1u];

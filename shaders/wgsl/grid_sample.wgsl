@@ -13,7 +13,7 @@
 
 fn extent(d: u32) -> u32 { return params[7u + d]; }
 
-fn low(size: u32) -> f32 {
+fn low() -> f32 {
     if (params[5] != 0u) { return 0.0; }
     return -0.5;
 }
@@ -44,7 +44,7 @@ fn reflect_into(v: f32, lo: f32, hi: f32) -> f32 {
 }
 
 fn pad_coordinate(c: f32, size: u32) -> f32 {
-    let lo = low(size);
+    let lo = low();
     let hi = high(size);
     if (params[4] == 1u) { return clamp(c, 0.0, hi + lo); }
     if (params[4] == 2u) { return reflect_into(c, lo, hi); }
@@ -63,7 +63,7 @@ fn pixel(base: u32, a0: i32, a1: i32, a2: i32) -> f32 {
         } else if (params[4] == 1u) {
             v = clamp(v, 0, i32(size) - 1);
         } else {
-            v = clamp(i32(reflect_into(f32(v), low(size), high(size))), 0, i32(size) - 1);
+            v = clamp(i32(reflect_into(f32(v), low(), high(size))), 0, i32(size) - 1);
         }
         offset = offset * size + u32(v);
     }
@@ -103,7 +103,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
             c[d] = ((v + 1.0) * size - 1.0) / 2.0;
         }
         if (mode == 0u) { c[d] = round(c[d]); }
-        if (c[d] < low(extent(d)) || c[d] > high(extent(d))) { outside = true; }
+        if (c[d] < low() || c[d] > high(extent(d))) { outside = true; }
     }
     if (outside) {
         for (var d = 0u; d < k; d++) { c[d] = pad_coordinate(c[d], extent(d)); }

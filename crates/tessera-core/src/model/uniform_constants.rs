@@ -18,7 +18,8 @@ use tract_onnx::tract_hir::ops::konst::Const;
 pub fn materialize(graph: &mut InferenceModel) -> TractResult<()> {
     for id in 0..graph.nodes().len() {
         let node = graph.node(id);
-        if node.op.name() != "ConstantOfShape" || node.inputs.len() != 1 {
+        if node.op.name() != "ConstantOfShape" || node.inputs.len() != 1 || node.outputs.len() != 1
+        {
             continue;
         }
         let shape_outlet = node.inputs[0];

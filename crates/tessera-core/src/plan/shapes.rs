@@ -8,6 +8,31 @@ use crate::{DType, Error, Result};
 
 type Shape = Vec<usize>;
 
+/// `(outer, len_in, inner)` of a `Resample` along `axis`: the elements before the axis, its
+/// extent and the elements after it; or why the tables do not fit the input.
+pub fn resample_geometry(
+    input_shape: &[usize],
+    axis: usize,
+    window: usize,
+    indices: &[u32],
+    weights: &[f32],
+    bias: &[f32],
+) -> std::result::Result<(usize, usize, usize), &'static str> {
+    let Some(&len_in) = input_shape.get(axis) else {
+        return Err("axis past the rank");
+    };
+    let taps = window.checked_mul(bias.len());
+    if taps != Some(indices.len()) || taps != Some(weights.len()) {
+        return Err("window × output positions indices and weights");
+    }
+    if indices.iter().any(|&i| i as usize >= len_in) {
+        return Err("an index past the input axis");
+    }
+    let outer = input_shape[..axis].iter().product();
+    let inner = input_shape[axis + 1..].iter().product();
+    Ok((outer, len_in, inner))
+}
+
 /// What [`dft_geometry`] accepts, for errors.
 pub const DFT_SHAPES: &str = "[re, im] pairs on the last axis, the transformed axis before it";
 
@@ -714,16 +739,8 @@ pub fn output_shapes(
             bias,
         } => {
             expect_shape(op, "input", first(0)?.0, input_shape)?;
-            let Some(&len_in) = input_shape.get(*axis) else {
-                return Err(bad(op, "axis past the rank"));
-            };
-            let taps = window.checked_mul(bias.len());
-            if taps != Some(indices.len()) || taps != Some(weights.len()) {
-                return Err(bad(op, "window × output positions indices and weights"));
-            }
-            if indices.iter().any(|&i| i as usize >= len_in) {
-                return Err(bad(op, "an index past the input axis"));
-            }
+            resample_geometry(input_shape, *axis, *window, indices, weights, bias)
+                .map_err(|why| bad(op, why))?;
             let mut shape = input_shape.clone();
             shape[*axis] = bias.len();
             one(shape, DType::F32)

@@ -133,7 +133,7 @@ fn dft(input_shape: &[usize], axis: usize, inverse: bool) -> Result<Kernel> {
     let pairs = outer * len * inner / 2;
     let sign = if inverse { 1.0 } else { -1.0 };
     let angles = (0..len).map(|r| sign * std::f64::consts::TAU * r as f64 / len as f64);
-    let mut p = params([pairs, len, inner, 0])?;
+    let mut p = params([pairs, len, inner])?;
     p.extend(angles.clone().map(|a| (a.cos() as f32).to_bits()));
     p.extend(angles.map(|a| (a.sin() as f32).to_bits()));
     Ok(Kernel::single(Dispatch {

@@ -11,7 +11,9 @@
 
 use super::{Dispatch, Grid, Kernel, Operand, StepIo, params, shader, strides, word};
 use crate::repr;
-use tessera_core::plan::shapes::{GRID_SAMPLE_SHAPES, NdIndexing, grid_sample_axes};
+use tessera_core::plan::shapes::{
+    GRID_SAMPLE_SHAPES, NdIndexing, grid_sample_axes, resample_geometry,
+};
 use tessera_core::plan::{GridPadding, GridSampleMode, KernelOp, PadMode, ScatterReduction};
 use tessera_core::{DType, Error, Result};
 
@@ -412,22 +414,10 @@ fn resample(
     weights: &[f32],
     bias: &[f32],
 ) -> Result<Kernel> {
-    let Some(&len_in) = input_shape.get(axis) else {
-        return Err(bad("Resample", "axis past the rank"));
-    };
+    let (outer, len_in, inner) =
+        resample_geometry(input_shape, axis, window, indices, weights, bias)
+            .map_err(|why| bad("Resample", why))?;
     let len_out = bias.len();
-    let taps = window.checked_mul(len_out);
-    if taps != Some(indices.len()) || taps != Some(weights.len()) {
-        return Err(bad(
-            "Resample",
-            "window × output positions indices and weights",
-        ));
-    }
-    if indices.iter().any(|&i| i as usize >= len_in) {
-        return Err(bad("Resample", "an index past the input axis"));
-    }
-    let inner: usize = input_shape[axis + 1..].iter().product();
-    let outer: usize = input_shape[..axis].iter().product();
     let n = outer * len_out * inner;
     let mut p = params([n, len_in, len_out, inner, window])?;
     p.extend_from_slice(indices);

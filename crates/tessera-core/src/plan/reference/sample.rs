@@ -120,10 +120,9 @@ pub(super) fn grid_sample(
     let (TensorData::F32(xs), TensorData::F32(gs)) = (x.data, grid.data) else {
         return Err(fail("GridSample reads f32"));
     };
-    let k = x.shape.len().saturating_sub(2);
-    if !(2..=3).contains(&k) || grid.shape.len() != k + 2 || grid.shape[k + 1] != k {
-        return Err(fail("GridSample: 2 or 3 spatial axes, grid N, O1..Ok, k"));
-    }
+    let Some(k) = crate::plan::shapes::grid_sample_axes(x.shape, grid.shape, mode) else {
+        return Err(fail(crate::plan::shapes::GRID_SAMPLE_SHAPES));
+    };
     let (batch, channels) = (x.shape[0], x.shape[1]);
     let sizes = &x.shape[2..];
     let plane: usize = sizes.iter().product();
@@ -187,9 +186,6 @@ pub(super) fn grid_sample(
                         acc
                     }
                     GridSampleMode::Bicubic => {
-                        if k != 2 {
-                            return Err(fail("GridSample: bicubic is 2-D only"));
-                        }
                         let (x0, y0) = (
                             coords[0].floor() as isize - 1,
                             coords[1].floor() as isize - 1,

@@ -431,13 +431,11 @@ pub(super) fn resample(
     let TensorData::F32(xs) = x.data else {
         return Err(fail("Resample reads f32"));
     };
-    let len_in = *x
-        .shape
-        .get(axis)
-        .ok_or_else(|| fail("axis past the rank"))?;
-    let inner: usize = x.shape[axis + 1..].iter().product();
+    // The same check as the plan's shape rule: an index past the axis is an error, not a panic.
+    let (outer, len_in, inner) =
+        crate::plan::shapes::resample_geometry(x.shape, axis, window, indices, weights, bias)
+            .map_err(fail)?;
     let len_out = bias.len();
-    let outer = xs.len() / (len_in * inner).max(1);
     let mut out = Vec::with_capacity(outer * len_out * inner);
     for o in 0..outer {
         for (p, &b) in bias.iter().enumerate() {
