@@ -17,7 +17,8 @@
 //! [ONNX `Conv`]: https://onnx.ai/onnx/operators/onnx__Conv.html
 
 use super::gemm_common::{self as gemm, Epilogue, ProductOp, Run, SharedOutput};
-use super::pool_2d::{Axis, Window2d};
+use super::pool_2d::{Axis, Window2d, taps_inside_range};
+use super::tap_products;
 use crate::parallel;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
@@ -91,6 +92,15 @@ impl Tasks {
     }
 }
 
+/// Depth (input channels × taps) from which convolutions run on [`tap_products`]: over fewer,
+/// each tile's 24 sums are stored after too few products (an RGB image's 3×3 taps, depth 27:
+/// 8% slower than gathered).
+const TAP_PRODUCTS_MIN_DEPTH: usize = 32;
+
+/// Output channels × output row width up to which small convolutions gather in padded-row
+/// coordinates ([`FastConv::wide_gather`]).
+const WIDE_GATHER_MAX_WORK: usize = 1024;
+
 /// Positions a tile of the shifted-taps path covers at most (whole padded rows, at least one).
 const SHIFTED_SPAN: usize = 1024;
 
@@ -119,9 +129,12 @@ fn with_input_copy<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
     })
 }
 
-/// A unit-stride convolution run as one product per kernel tap ([`FastConv::shifted_taps`]).
+/// A convolution run over rows of positions in padded-row coordinates: one product per kernel
+/// tap ([`FastConv::shifted_taps`]), one over a gathered matrix ([`FastConv::wide_gather`]) or
+/// on the tap products ([`FastConv::tap_geometry`]).
 struct Shifted {
-    /// The zero-padded input planes: `height × width`.
+    /// The zero-padded input planes (or phase planes): `height × width`; outputs are computed
+    /// over whole rows of `width` positions, those past the output's width dropped after.
     width: usize,
     height: usize,
     /// Whether the input needs padding (a copy), or is read as it is.
@@ -149,6 +162,11 @@ pub struct FastConv {
     /// Input and output are channels-last (`[N, H, W, C]`: tract folds a transpose before the
     /// convolution into it); these run on the per-tap path only.
     pub channels_last: bool,
+    /// Runs on [`tap_products`]' register-blocked kernel ([`Self::runs_on_tap_products`]).
+    pub tap_products: bool,
+    /// The kernel input is packed for [`tap_products`] ([`Self::packed_kernel`]), as the plan
+    /// packed a constant kernel once.
+    pub kernel_packed: bool,
 }
 
 // The epilogue's values are never NaN (see `gemm_common::step_after`): equality is an equivalence.
@@ -236,6 +254,12 @@ impl FastConv {
             epilogue: Epilogue::default(),
             kernel_by_tap: false,
             channels_last,
+            tap_products: false,
+            kernel_packed: false,
+        };
+        let fast = FastConv {
+            tap_products: fast.runs_on_tap_products(),
+            ..fast
         };
         (!channels_last || fast.shifted_taps().is_some()).then_some(fast)
     }
@@ -275,6 +299,30 @@ impl FastConv {
     /// ([`Self::kernel_by_tap`]) and sets [`FastConv::kernel_by_tap`].
     pub fn reads_kernel_by_tap(&self) -> bool {
         self.shifted_taps().is_some()
+    }
+
+    /// Whether this convolution runs on [`tap_products`]: channels first, on a CPU with the
+    /// kernel (AVX-512). Every input channel and tap is then read where it lies in the padded
+    /// input (split by phase for strides: [`Self::tap_geometry`]), with the sums in registers
+    /// over the whole depth.
+    pub fn runs_on_tap_products(&self) -> bool {
+        let depth = self.in_channels / self.group.max(1)
+            * self.window.rows.kernel
+            * self.window.cols.kernel;
+        tap_products::available() && !self.channels_last && depth >= TAP_PRODUCTS_MIN_DEPTH
+    }
+
+    /// `kernel` (ONNX's `[M, C/group, kh, kw]`) packed for [`tap_products`], group by group.
+    pub fn packed_kernel(&self, kernel: &[f32]) -> Vec<f32> {
+        let group_out = self.out_channels / self.group.max(1);
+        let depth = self.in_channels / self.group.max(1)
+            * self.window.rows.kernel
+            * self.window.cols.kernel;
+        kernel
+            .chunks(group_out * depth.max(1))
+            .take(self.group)
+            .flat_map(|weights| tap_products::pack_weights(weights, group_out, depth))
+            .collect()
     }
 
     /// `kernel` (ONNX's `[M, C/group, kh, kw]`) tap by tap: `[kh·kw][M][C/group]`, so that each
@@ -337,10 +385,14 @@ impl FastConv {
         let (in_plane, out_plane) = (r.input * c.input, r.output * c.output);
         let batch_axes = self.first_spatial_axis() - usize::from(!self.channels_last);
         let batch = self.output_shape[..batch_axes].iter().product::<usize>();
-        ensure!(
-            kernel == self.out_channels * depth,
-            "convolution kernel has {kernel} values, expected {}",
+        let expected = if self.kernel_packed {
+            self.group * tap_products::packed_len(group_out, depth)
+        } else {
             self.out_channels * depth
+        };
+        ensure!(
+            kernel == expected,
+            "convolution kernel has {kernel} values, expected {expected}"
         );
         ensure!(
             bias == 1 || bias == self.out_channels,
@@ -387,6 +439,13 @@ impl FastConv {
         if output.is_empty() {
             return Ok(());
         }
+        if self.tap_products {
+            return self.compute_tap_products(&l, input, kernel, bias, output);
+        }
+        ensure!(
+            !self.kernel_packed,
+            "a packed kernel on a path other than the tap products"
+        );
         if let Some(shifted) = self.shifted_taps() {
             return self.compute_shifted(&l, &shifted, input, kernel, bias, output);
         }
@@ -394,6 +453,9 @@ impl FastConv {
             !self.kernel_by_tap && !self.channels_last,
             "a channels-last convolution, or a kernel laid out by tap, on the gathered path"
         );
+        if let Some(wide) = self.wide_gather() {
+            return self.compute_wide(&l, &wide, input, kernel, bias, output);
+        }
         // Strided columns: every input row split by phase once, so that each gathered run is a
         // contiguous copy instead of a strided walk (ResNet's and Inception's first layers
         // gather 7×7 taps at stride 2).
@@ -500,7 +562,7 @@ impl FastConv {
         let group_in = self.in_channels / self.group.max(1);
         let wide = c.output >= 4 * reach(&c).max(1) && (c.output >= 16 || group_in >= 128);
         let deep = group_in >= 8 || self.channels_last;
-        if self.direct() || r.stride != 1 || c.stride != 1 || !wide || !deep {
+        if self.tap_products || self.direct() || r.stride != 1 || c.stride != 1 || !wide || !deep {
             return None;
         }
         let (width, height) = (c.output + reach(&c), r.output + reach(&r));
@@ -663,29 +725,406 @@ impl FastConv {
                     );
                     return Ok(());
                 }
-                for (row, sum) in sums.chunks_exact(span).enumerate() {
-                    let channel = out_channel + row;
-                    let plane_start = (b * self.out_channels + channel) * l.out_plane;
-                    for y in 0..tile_rows {
-                        let first_column = (first_y + y) * c.output;
-                        // SAFETY: output row `first_y + y` of plane `channel` of image `b`: inside
-                        // `output` (sizes checked in `layout`), written by this task alone (tasks
-                        // differ in image, group, tile of rows or block of channels).
-                        let values = unsafe {
-                            std::slice::from_raw_parts_mut(
-                                out.at(plane_start + first_column),
-                                c.output,
-                            )
-                        };
-                        values.copy_from_slice(&sum[y * s.width..][..c.output]);
-                        let run = Run::AlongRow {
-                            row: channel,
-                            first_column,
-                        };
-                        let extra = bias[if bias.len() == 1 { 0 } else { channel }];
-                        self.epilogue.apply(values, run, extra);
+                // SAFETY: this task's rows, image and output rows (see `write_padded_sums`).
+                unsafe {
+                    self.write_padded_sums(
+                        &out,
+                        sums,
+                        span,
+                        (b, out_channel),
+                        l,
+                        s.width,
+                        (first_y, tile_rows),
+                        bias,
+                    )
+                };
+                Ok(())
+            },
+        )
+    }
+
+    /// Output rows `first_y..+tile_rows` of channels `first_channel..` (one per row of `sums`,
+    /// `span` apart, each in padded-row coordinates: `width` apart, the columns past the output's
+    /// dropped) of image `b`, plus bias and epilogue.
+    ///
+    /// SAFETY: no other thread writes those output rows of those channels of image `b`.
+    /// Inlined into the tasks, which are compiled for the widest vectors ([`crate::simd`]).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn write_padded_sums(
+        &self,
+        out: &SharedOutput,
+        sums: &[f32],
+        span: usize,
+        (b, first_channel): (usize, usize),
+        l: &Layout,
+        width: usize,
+        (first_y, tile_rows): (usize, usize),
+        bias: &[f32],
+    ) {
+        let c = self.window.cols;
+        for (row, sum) in sums.chunks_exact(span).enumerate() {
+            let channel = first_channel + row;
+            let plane_start = (b * self.out_channels + channel) * l.out_plane;
+            for y in 0..tile_rows {
+                let first_column = (first_y + y) * c.output;
+                // SAFETY: output row `first_y + y` of plane `channel` of image `b`: inside
+                // `output` (sizes checked in `layout`), written by this task alone (the caller's
+                // condition).
+                let values = unsafe {
+                    std::slice::from_raw_parts_mut(out.at(plane_start + first_column), c.output)
+                };
+                values.copy_from_slice(&sum[y * width..][..c.output]);
+                let run = Run::AlongRow {
+                    row: channel,
+                    first_column,
+                };
+                let extra = bias[if bias.len() == 1 { 0 } else { channel }];
+                self.epilogue.apply(values, run, extra);
+            }
+        }
+    }
+
+    /// How a small unit-stride convolution gathers its input, when it does so in padded-row
+    /// coordinates: each gathered row (input channel, tap) is then one contiguous copy of the
+    /// zero-padded plane from the tap's offset, instead of one run per output row (rows of 3 to
+    /// 22 values: MTCNN's and SqueezeNet's late layers spent more time gathering than
+    /// multiplying), at the price of `kw - 1` extra columns per output row in the product, whose
+    /// width then is no multiple of 64 either (gemm packs it). Gathering costs one run per
+    /// output row, the product `out channels × row width` per run: so only where that is at most
+    /// [`WIDE_GATHER_MAX_WORK`], in one tile (13×13 planes of 192 or 256 channels ran 20% slower
+    /// this way; MTCNN's 9×9 of 48, 6% faster in all).
+    fn wide_gather(&self) -> Option<Shifted> {
+        let (r, c) = (self.window.rows, self.window.cols);
+        let reach = |a: &Axis| (a.kernel - 1) * a.dilation;
+        if self.direct()
+            || self.tap_products
+            || self.channels_last
+            || r.stride != 1
+            || c.stride != 1
+            || self.out_channels / self.group.max(1) * c.output > WIDE_GATHER_MAX_WORK
+            || self.shifted_taps().is_some()
+        {
+            return None;
+        }
+        let (width, height) = (c.output + reach(&c), r.output + reach(&r));
+        let depth = self.in_channels / self.group.max(1) * r.kernel * c.kernel;
+        // Whole output rows per tile, as many as fit, evened out.
+        let fit = (MAX_TILE.min(TILE_FLOATS / depth.max(1)) / width).clamp(1, r.output);
+        let tiles = r.output.div_ceil(fit);
+        Some(Shifted {
+            width,
+            height,
+            copy: width != c.input || height != r.input || r.pad_before + c.pad_before != 0,
+            tile_rows: r.output.div_ceil(tiles),
+            tiles,
+        })
+    }
+
+    /// The geometry of a run on [`tap_products`].
+    ///
+    /// Each input plane is zero-padded and split into `stride_r × stride_c` phase planes (phase
+    /// `(a, b)` holds the padded input's rows `a, a + stride_r, …` and columns `b, b + stride_c,
+    /// …`; one plane, the padded input, at unit stride). Tap `(ky, kx)` then reads phase
+    /// `(ky·dy mod stride_r, kx·dx mod stride_c)` from a fixed offset, and the outputs of a row
+    /// are consecutive there: any stride runs as unit-stride taps, over `width`-wide rows of
+    /// positions of which the first `output` columns are kept.
+    fn tap_geometry(&self) -> Shifted {
+        let (r, c) = (self.window.rows, self.window.cols);
+        // Padded extent the outputs read, then phase-plane rows of it.
+        let extent = |a: &Axis| (a.output - 1) * a.stride + (a.kernel - 1) * a.dilation + 1;
+        let (height, width) = (extent(&r).div_ceil(r.stride), extent(&c).div_ceil(c.stride));
+        let tiles = r.output.div_ceil((SHIFTED_SPAN / width).clamp(1, r.output));
+        Shifted {
+            width,
+            height,
+            copy: r.stride * c.stride != 1
+                || width != c.input
+                || height != r.input
+                || r.pad_before + c.pad_before != 0,
+            tile_rows: r.output.div_ceil(tiles),
+            tiles,
+        }
+    }
+
+    /// The convolution on [`tap_products`] ([`Self::runs_on_tap_products`]).
+    fn compute_tap_products(
+        &self,
+        l: &Layout,
+        input: &[f32],
+        kernel: &[f32],
+        bias: &[f32],
+        output: &mut [f32],
+    ) -> TractResult<()> {
+        let t = self.tap_geometry();
+        // A kernel that is not a constant of the plan is packed here, on every run.
+        let packed_here;
+        let packed: &[f32] = if self.kernel_packed {
+            kernel
+        } else {
+            packed_here = self.packed_kernel(kernel);
+            &packed_here
+        };
+        if !t.copy {
+            return self.tap_products_on(l, &t, input, packed, bias, output);
+        }
+        let (r, c) = (self.window.rows, self.window.cols);
+        let len = l.batch * self.in_channels * r.stride * c.stride * t.width * t.height;
+        with_input_copy(len, |split| {
+            self.split_phases(input, &t, split)?;
+            self.tap_products_on(l, &t, split, packed, bias, output)
+        })
+    }
+
+    /// Writes every value of `split`: each input plane zero-padded and split into its phase
+    /// planes ([`Self::tap_geometry`]).
+    fn split_phases(&self, input: &[f32], t: &Shifted, split: &mut [f32]) -> TractResult<()> {
+        let (r, c) = (self.window.rows, self.window.cols);
+        let phase_plane = t.width * t.height;
+        let plane_len = r.stride * c.stride * phase_plane;
+        let planes = input.len() / (r.input * c.input).max(1);
+        ensure!(
+            split.len() == planes * plane_len,
+            "phase planes buffer of the wrong size"
+        );
+        let target = SharedOutput::new(split);
+        parallel::for_each(planes, 0, |_, plane| {
+            let source = &input[plane * r.input * c.input..][..r.input * c.input];
+            // SAFETY: plane `plane`'s phase planes lie inside `split`, written by this task alone.
+            let dst =
+                unsafe { std::slice::from_raw_parts_mut(target.at(plane * plane_len), plane_len) };
+            crate::simd::widest(
+                #[inline(always)]
+                || {
+                    for (phase, phase_dst) in dst.chunks_exact_mut(phase_plane).enumerate() {
+                        let (a, b) = (phase / c.stride, phase % c.stride);
+                        for (y, row) in phase_dst.chunks_exact_mut(t.width).enumerate() {
+                            let source_row = (y * r.stride + a)
+                                .checked_sub(r.pad_before)
+                                .filter(|&iy| iy < r.input)
+                                .map(|iy| &source[iy * c.input..][..c.input]);
+                            split_row(row, source_row, c.pad_before, (c.stride, b));
+                        }
                     }
+                },
+            );
+            Ok(())
+        })
+    }
+
+    /// Where each input channel and tap of the depth (ONNX's kernel order) reads in the padded
+    /// (phase) planes `t` describes, from a tile's first position.
+    fn tap_offsets(&self, group_in: usize, t: &Shifted) -> Vec<usize> {
+        let (r, c) = (self.window.rows, self.window.cols);
+        let phase_plane = t.width * t.height;
+        let plane_len = r.stride * c.stride * phase_plane;
+        (0..group_in)
+            .flat_map(|channel| {
+                (0..r.kernel).flat_map(move |ky| {
+                    (0..c.kernel).map(move |kx| {
+                        let (y, x) = (ky * r.dilation, kx * c.dilation);
+                        let phase = (y % r.stride) * c.stride + x % c.stride;
+                        channel * plane_len
+                            + phase * phase_plane
+                            + (y / r.stride) * t.width
+                            + x / c.stride
+                    })
+                })
+            })
+            .collect()
+    }
+
+    /// [`Self::compute_tap_products`] on phase planes already made (or the input as it is).
+    fn tap_products_on(
+        &self,
+        l: &Layout,
+        t: &Shifted,
+        split: &[f32],
+        packed: &[f32],
+        bias: &[f32],
+        output: &mut [f32],
+    ) -> TractResult<()> {
+        let (r, c) = (self.window.rows, self.window.cols);
+        let phase_plane = t.width * t.height;
+        let plane_len = r.stride * c.stride * phase_plane;
+        let offsets = self.tap_offsets(l.group_in, t);
+        let group_packed = tap_products::packed_len(l.group_out, l.depth);
+        // Channel blocks start on the kernel's blocks of channels.
+        let mut tasks = self.tasks(l.batch, t.tiles, l.group_out);
+        tasks.rows_per_block = tasks
+            .rows_per_block
+            .next_multiple_of(tap_products::CHANNELS)
+            .min(l.group_out);
+        tasks.row_blocks = l.group_out.div_ceil(tasks.rows_per_block.max(1));
+        let widest = (t.tile_rows - 1) * t.width + c.output;
+        let out = SharedOutput::new(output);
+        tasks.run(
+            tasks.rows_per_block * widest,
+            #[inline(always)]
+            |scratch,
+             Task {
+                 b,
+                 g,
+                 tile,
+                 first_row,
+                 rows,
+             }| {
+                let first_y = tile * t.tile_rows;
+                let tile_rows = t.tile_rows.min(r.output - first_y);
+                let span = (tile_rows - 1) * t.width + c.output;
+                let first = (b * self.in_channels + g * l.group_in) * plane_len;
+                let tile_input = &split[first + first_y * t.width..];
+                let block = first_row / tap_products::CHANNELS * l.depth * tap_products::CHANNELS;
+                let weights = &packed[g * group_packed + block..];
+                let out_channel = g * l.group_out + first_row;
+                if t.width == c.output {
+                    // Rows of positions are the output's rows: the sums go straight to the
+                    // output, the epilogue runs there.
+                    let first_out =
+                        (b * self.out_channels + out_channel) * l.out_plane + first_y * c.output;
+                    // SAFETY: rows `out_channel..+rows` of image `b`, positions of output rows
+                    // `first_y..+tile_rows`: inside `output` (sizes checked in `layout`), and
+                    // tasks differ in image, group, tile of rows or block of channels.
+                    unsafe {
+                        tap_products::products_to(
+                            tile_input,
+                            &offsets,
+                            weights,
+                            (rows, span),
+                            out.at(first_out),
+                            l.out_plane,
+                        )?;
+                        for row in 0..rows {
+                            let channel = out_channel + row;
+                            let values = std::slice::from_raw_parts_mut(
+                                out.at(first_out + row * l.out_plane),
+                                span,
+                            );
+                            let run = Run::AlongRow {
+                                row: channel,
+                                first_column: first_y * c.output,
+                            };
+                            let extra = bias[if bias.len() == 1 { 0 } else { channel }];
+                            self.epilogue.apply(values, run, extra);
+                        }
+                    }
+                    return Ok(());
                 }
+                let sums = &mut scratch[..rows * span];
+                tap_products::products(tile_input, &offsets, weights, rows, span, sums, span)?;
+                // SAFETY: tasks differ in image, group, tile of rows or block of channels.
+                unsafe {
+                    self.write_padded_sums(
+                        &out,
+                        sums,
+                        span,
+                        (b, out_channel),
+                        l,
+                        t.width,
+                        (first_y, tile_rows),
+                        bias,
+                    )
+                };
+                Ok(())
+            },
+        )
+    }
+
+    /// The convolution as one product over the input gathered in padded-row coordinates
+    /// ([`Self::wide_gather`]).
+    fn compute_wide(
+        &self,
+        l: &Layout,
+        s: &Shifted,
+        input: &[f32],
+        kernel: &[f32],
+        bias: &[f32],
+        output: &mut [f32],
+    ) -> TractResult<()> {
+        if !s.copy {
+            return self.wide_products(l, s, input, kernel, bias, output);
+        }
+        let len = l.batch * self.in_channels * s.width * s.height + SLACK;
+        with_input_copy(len, |padded| {
+            self.pad_planes(input, s, padded)?;
+            self.wide_products(l, s, padded, kernel, bias, output)
+        })
+    }
+
+    /// [`Self::compute_wide`] on planes already padded (`height × width` each).
+    fn wide_products(
+        &self,
+        l: &Layout,
+        s: &Shifted,
+        padded: &[f32],
+        kernel: &[f32],
+        bias: &[f32],
+        output: &mut [f32],
+    ) -> TractResult<()> {
+        let (r, c) = (self.window.rows, self.window.cols);
+        let padded_plane = s.width * s.height;
+        // A tile's positions: its rows in padded-row coordinates up to its last output, rounded
+        // up to a multiple of 64 so that gemm reads the gathered rows as they are.
+        let span_of = |rows: usize| ((rows - 1) * s.width + c.output).next_multiple_of(64);
+        let widest = span_of(s.tile_rows);
+        let offsets = self.tap_offsets(l.group_in, s);
+        let tasks = self.tasks(l.batch, s.tiles, l.group_out);
+        let out = SharedOutput::new(output);
+        tasks.run(
+            (l.depth + tasks.rows_per_block) * widest,
+            #[inline(always)]
+            |scratch,
+             Task {
+                 b,
+                 g,
+                 tile,
+                 first_row,
+                 rows,
+             }| {
+                let first_y = tile * s.tile_rows;
+                let tile_rows = s.tile_rows.min(r.output - first_y);
+                let span = span_of(tile_rows);
+                let (gathered, sums) = scratch.split_at_mut(l.depth * span);
+                let sums = &mut sums[..rows * span];
+                let tile_start = (b * self.in_channels + g * l.group_in) * padded_plane
+                    + first_y * s.width;
+                for (row, offset) in gathered.chunks_exact_mut(span).zip(&offsets) {
+                    // Past the tile's last output the values are never used: read what the
+                    // buffer holds, zeros after its end.
+                    let source = &padded[(tile_start + offset).min(padded.len())..];
+                    let n = span.min(source.len());
+                    copy_run(&mut row[..n], source);
+                    row[n..].fill(0.0);
+                }
+                let out_channel = g * l.group_out + first_row;
+                let weights = &kernel[out_channel * l.depth..][..rows * l.depth];
+                // SAFETY: `weights` holds `rows × depth` values, `gathered` `depth` rows of
+                // `span` and `sums` `rows × span` (sliced above), this task's own scratch.
+                unsafe {
+                    gemm::product(
+                        (rows, span, l.depth),
+                        sums.as_mut_ptr(),
+                        (1, span),
+                        weights.as_ptr(),
+                        (1, l.depth),
+                        gathered.as_ptr(),
+                        (1, span),
+                        false,
+                    );
+                }
+                // SAFETY: tasks differ in image, group, tile of rows or block of channels.
+                unsafe {
+                    self.write_padded_sums(
+                        &out,
+                        sums,
+                        span,
+                        (b, out_channel),
+                        l,
+                        s.width,
+                        (first_y, tile_rows),
+                        bias,
+                    )
+                };
                 Ok(())
             },
         )
@@ -900,6 +1339,40 @@ impl ColumnPhases {
     }
 }
 
+/// One row of a phase plane ([`FastConv::split_phases`]): `row[x]` = the padded input row's
+/// value at `x · stride + phase` (`values` after `before` zeros, zeros past them; none: a
+/// padding row).
+#[inline(always)]
+fn split_row(
+    row: &mut [f32],
+    values: Option<&[f32]>,
+    before: usize,
+    (stride, phase): (usize, usize),
+) {
+    if stride == 1 {
+        return write_padded_row(
+            row,
+            before.min(row.len()),
+            values.map(|v| &v[..v.len().min(row.len().saturating_sub(before))]),
+        );
+    }
+    let values = values.unwrap_or(&[]);
+    // Columns `x` whose `x · stride + phase - before` falls inside `values`: `lo..hi`.
+    let (lo, hi) = taps_inside_range(row.len(), values.len(), (stride, 1, before), phase);
+    row[..lo].fill(0.0);
+    row[hi..].fill(0.0);
+    if lo < hi {
+        let first = lo * stride + phase - before;
+        let inside = &mut row[lo..hi];
+        if stride == 2 {
+            crate::simd::take_even(&values[first..][..2 * inside.len() - 1], inside);
+        } else {
+            let taken = values[first..].iter().step_by(stride);
+            inside.iter_mut().zip(taken).for_each(|(v, x)| *v = *x);
+        }
+    }
+}
+
 /// One row of a zero-padded input: `before` zeros, then `values` (none: a padding row), then
 /// zeros to the end.
 fn write_padded_row(row: &mut [f32], before: usize, values: Option<&[f32]>) {
@@ -1110,6 +1583,8 @@ mod tests {
             epilogue: Epilogue::default(),
             kernel_by_tap: false,
             channels_last: false,
+            tap_products: false,
+            kernel_packed: false,
         }
     }
 
@@ -1167,9 +1642,20 @@ mod tests {
                     // rearranged once, beforehand.
                     let mut by_tap = op.clone();
                     by_tap.kernel_by_tap = true;
-                    let mut variants = vec![(&op, kernel.clone())];
+                    let mut variants = vec![(by_tap.clone(), kernel.clone())];
+                    variants[0].0.kernel_by_tap = false;
                     if op.reads_kernel_by_tap() {
-                        variants.push((&by_tap, op.kernel_by_tap(&kernel)));
+                        variants.push((by_tap, op.kernel_by_tap(&kernel)));
+                    }
+                    // On the tap products' kernel where this CPU has it (at any depth, not only
+                    // where a plan chooses it), with the kernel as it comes and packed as a plan
+                    // packs it.
+                    if tap_products::available() && !op.channels_last {
+                        let mut taps = op.clone();
+                        taps.tap_products = true;
+                        variants.push((taps.clone(), kernel.clone()));
+                        taps.kernel_packed = true;
+                        variants.push((taps, op.packed_kernel(&kernel)));
                     }
                     for (threads, (op, kernel)) in [1, 2]
                         .into_iter()

@@ -20,6 +20,7 @@ pub mod qdq_products;
 mod quantize_linear;
 mod quantized_depthwise_conv;
 mod short_softmax;
+mod tap_products;
 
 use tessera_core::tract_onnx::prelude::*;
 #[cfg(not(target_family = "wasm"))]
@@ -152,8 +153,13 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
                     && lay_out_constant_kernel(model, id, "kernel_by_tap", |k| {
                         fast.kernel_by_tap(k)
                     })?;
+                let kernel_packed = fast.tap_products
+                    && lay_out_constant_kernel(model, id, "kernel_packed", |k| {
+                        fast.packed_kernel(k)
+                    })?;
                 let fast = FastConv {
                     kernel_by_tap,
+                    kernel_packed,
                     ..fast
                 };
                 model.node_mut(id).op = Box::new(fast);

@@ -170,18 +170,13 @@ impl Window2d {
                     // Each output row's window rows folded into a row of the input's width; and
                     // those rows split by column phase for strided windows.
                     let mut folded_rows = vec![F::EMPTY; r.output * c.input];
-                    let phases_len = if c.stride > 1 {
-                        r.output * c.input + c.stride
-                    } else {
-                        0
-                    };
-                    let mut phases = vec![F::EMPTY; phases_len];
+                    let mut window_folds = vec![F::EMPTY; r.output * c.input];
                     let planes = planes
                         .chunks_mut(out_plane)
                         .enumerate()
                         .map(|(p, out)| (&input[(first_plane + p) * in_plane..][..in_plane], out));
                     for (plane, out) in planes {
-                        fold_plane::<F>(self, plane, &mut folded_rows, &mut phases, out);
+                        fold_plane::<F>(self, plane, &mut folded_rows, &mut window_folds, out);
                         finish(out);
                     }
                 },
@@ -191,65 +186,139 @@ impl Window2d {
     }
 }
 
-/// Folds one plane's windows into `out`, through `folded_rows` and `phases` (both
-/// `rows.output × cols.input`, `phases` `cols.stride` more).
+/// Folds one plane's windows into `out`, through `folded_rows` and `window_folds` (both
+/// `rows.output × cols.input`).
 #[inline(always)]
 fn fold_plane<F: Fold>(
     window: &Window2d,
     plane: &[f32],
     folded_rows: &mut [f32],
-    phases: &mut [f32],
+    window_folds: &mut [f32],
     out: &mut [f32],
 ) {
     let (r, c) = (window.rows, window.cols);
-    folded_rows.fill(F::EMPTY);
-    for ky in 0..r.kernel {
-        let (lo, hi) = r.valid(ky);
-        if lo >= hi {
-            continue;
-        }
-        let first = r.first_input(lo, ky);
-        if r.stride == 1 {
-            // Consecutive output rows read consecutive input rows: one block.
-            let n = (hi - lo) * c.input;
-            fold_into::<F>(
-                &mut folded_rows[lo * c.input..][..n],
-                &plane[first * c.input..][..n],
-            );
-            continue;
-        }
-        for oy in lo..hi {
-            let iy = first + (oy - lo) * r.stride;
-            fold_into::<F>(
-                &mut folded_rows[oy * c.input..][..c.input],
-                &plane[iy * c.input..][..c.input],
-            );
+    // Output rows whose taps all read inside the input.
+    let ylo = (0..r.kernel).map(|ky| r.valid(ky).0).max().unwrap_or(0);
+    let yhi = (0..r.kernel)
+        .map(|ky| r.valid(ky).1)
+        .min()
+        .unwrap_or(0)
+        .max(ylo);
+    let tap_step = r.dilation * c.input;
+    if r.stride == 1 && ylo < yhi {
+        // Each tap's rows of the interior are one block: one pass over all of them.
+        let n = (yhi - ylo) * c.input;
+        let first = r.first_input(ylo, 0) * c.input;
+        let taps = Taps {
+            first,
+            step: tap_step,
+            count: r.kernel,
+        };
+        fold_rows::<F>(&mut folded_rows[ylo * c.input..][..n], plane, taps);
+    }
+    for (oy, dst) in folded_rows.chunks_exact_mut(c.input).enumerate() {
+        if r.stride > 1 || !(ylo..yhi).contains(&oy) {
+            // The taps of this row that read inside the input: `ky` in `k0..k1`.
+            let inside = |ky: &usize| r.valid(*ky).0 <= oy && oy < r.valid(*ky).1;
+            let k0 = (0..r.kernel).find(inside).unwrap_or(r.kernel);
+            let k1 = (k0..r.kernel).find(|ky| !inside(ky)).unwrap_or(r.kernel);
+            let first = if k0 < k1 {
+                r.first_input(oy, k0) * c.input
+            } else {
+                0
+            };
+            let taps = Taps {
+                first,
+                step: tap_step,
+                count: k1 - k0,
+            };
+            fold_rows::<F>(dst, plane, taps);
         }
     }
-    fold_columns::<F>(&c, folded_rows, phases, out);
+    fold_columns::<F>(&c, folded_rows, window_folds, out);
 }
 
-/// `acc[i] = fold(acc[i], src[i])`.
+/// The values a [`fold_rows`] folds into each output: `src[first + j · step + i]` for `j` in
+/// `0..count` (a window's rows, or its columns).
+#[derive(Clone, Copy)]
+struct Taps {
+    first: usize,
+    step: usize,
+    count: usize,
+}
+
+const LANES: usize = 16;
+
+/// `dst[i]` = fold over the taps of `src[tap + i]`: one vector of each tap at a time, out of
+/// place (folding into memory one tap at a time spent short rows in loop overhead, and LLVM made
+/// a max into a masked store).
 #[inline(always)]
-fn fold_into<F: Fold>(acc: &mut [f32], src: &[f32]) {
-    acc.iter_mut()
-        .zip(src)
-        .for_each(|(a, &s)| *a = F::op(*a, s));
+fn fold_rows<F: Fold>(dst: &mut [f32], src: &[f32], taps: Taps) {
+    let len = dst.len();
+    if taps.count == 0 {
+        return dst.fill(F::EMPTY);
+    }
+    // Every tap's values lie in `src` (the one bounds check `fold_lanes` relies on).
+    let src = &src[..taps.first + (taps.count - 1) * taps.step + len];
+    if len < LANES {
+        for (i, d) in dst.iter_mut().enumerate() {
+            *d = (0..taps.count)
+                .map(|j| src[taps.first + j * taps.step + i])
+                .fold(F::EMPTY, F::op);
+        }
+        return;
+    }
+    for at in (0..len - LANES).step_by(LANES) {
+        fold_lanes::<F>(&mut dst[at..][..LANES], src, taps, at);
+    }
+    // The last values as a whole vector ending at the end (it may overlap the one before).
+    fold_lanes::<F>(&mut dst[len - LANES..], src, taps, len - LANES);
+}
+
+/// One vector of [`fold_rows`]: `dst[i]` for `i` in `at..at + LANES`; `src` holds every tap's
+/// values up to `at + LANES`.
+#[inline(always)]
+fn fold_lanes<F: Fold>(dst: &mut [f32], src: &[f32], taps: Taps, at: usize) {
+    let mut acc = [F::EMPTY; LANES];
+    for j in 0..taps.count {
+        let start = taps.first + j * taps.step + at;
+        debug_assert!(start + LANES <= src.len());
+        // SAFETY: `fold_rows` cut `src` to end at the last tap's value for its last output, and
+        // `at + LANES` is at most that output's index plus one.
+        let values = unsafe { src.get_unchecked(start..start + LANES) };
+        acc.iter_mut()
+            .zip(values)
+            .for_each(|(a, &v)| *a = F::op(*a, v));
+    }
+    dst.copy_from_slice(&acc);
 }
 
 /// The column pass: each row of `folded` (`cols.input` wide) folded across the window's columns
-/// into a row of `out` (`cols.output` wide). Outputs whose window lies inside the row run in one
-/// loop, specialised for the common kernels and strides so that it vectorizes (strided windows
-/// through the row split by column phase); the few at the borders skip the taps outside.
+/// into a row of `out` (`cols.output` wide).
+///
+/// First every tap of the window is folded over the whole plane read as one long row
+/// (`window_folds[j]` = fold of `folded[j + k · dilation]`): long, out-of-place vector loops, where
+/// rows of 13 to 111 values spent their time in loop prologues and epilogues. Each output whose
+/// window lies inside its row then takes `window_folds[o · stride + offset]`: a copy, or for stride
+/// 2 the even values ([`crate::simd::take_even`]); the few at the borders skip the taps outside.
+/// Values of `window_folds` whose window spans two rows are never read.
 ///
 /// When the input is `stride` times as wide as the output (same-padded pools: 14 → 14, 112 → 56)
-/// output `o` of the whole plane, read as one long row, takes its taps from `o · stride + k - pad`
-/// as within a row: then one loop runs over the plane (rows of 7 to 28 values left most of a
-/// 16-wide vector loop idle) and only the border columns are redone row by row.
+/// output `o` of the whole plane takes its taps from `o · stride + k - pad` as within a row: then
+/// one strided read covers the plane and only the border columns are redone row by row.
 #[inline(always)]
-fn fold_columns<F: Fold>(cols: &Axis, folded: &[f32], phases: &mut [f32], out: &mut [f32]) {
+fn fold_columns<F: Fold>(cols: &Axis, folded: &[f32], window_folds: &mut [f32], out: &mut [f32]) {
     let (lo, hi) = (cols.valid(0).0, cols.valid(cols.kernel - 1).1);
     let interior = lo..hi.max(lo);
+    let span = (cols.kernel - 1) * cols.dilation;
+    if !interior.is_empty() && folded.len() > span {
+        let taps = Taps {
+            first: 0,
+            step: cols.dilation,
+            count: cols.kernel,
+        };
+        fold_rows::<F>(&mut window_folds[..folded.len() - span], folded, taps);
+    }
     let flat =
         cols.dilation == 1 && cols.input == cols.stride * cols.output && !interior.is_empty();
     if flat {
@@ -261,112 +330,39 @@ fn fold_columns<F: Fold>(cols: &Axis, folded: &[f32], phases: &mut [f32], out: &
         };
         let first = plane.valid(0).0;
         let end = plane.valid(cols.kernel - 1).1.max(first);
-        let src = &folded[plane.first_input(first, 0)..];
-        fold_interior::<F>(cols, &mut out[first..end], src, phases);
+        let src = &window_folds[plane.first_input(first, 0)..];
+        take_strided(&mut out[first..end], src, cols.stride);
     }
-    for (row, out_row) in folded
+    for (row, (row_folded, out_row)) in folded
         .chunks_exact(cols.input)
         .zip(out.chunks_exact_mut(cols.output))
+        .enumerate()
     {
         if !flat && !interior.is_empty() {
-            let src = &row[cols.first_input(lo, 0)..];
-            fold_interior::<F>(cols, &mut out_row[interior.clone()], src, phases);
+            let src = &window_folds[row * cols.input + cols.first_input(lo, 0)..];
+            take_strided(&mut out_row[interior.clone()], src, cols.stride);
         }
         for ox in (0..interior.start).chain(interior.end..cols.output) {
             out_row[ox] = (0..cols.kernel)
                 .filter_map(|k| {
                     let ix = (ox * cols.stride + k * cols.dilation).checked_sub(cols.pad_before)?;
-                    row.get(ix).copied()
+                    row_folded.get(ix).copied()
                 })
                 .fold(F::EMPTY, F::op);
         }
     }
 }
 
-/// `out[i]` = fold of `src[i · stride + k · dilation]` over the taps `k`, all inside `src`.
+/// `out[i] = src[i · stride]`.
 #[inline(always)]
-fn fold_interior<F: Fold>(cols: &Axis, out: &mut [f32], src: &[f32], phases: &mut [f32]) {
-    match (cols.kernel, cols.stride, cols.dilation) {
-        (3, 1, 1) => fold_window::<F, 3, 1>(out, src, 1),
-        (k, s, 1) if s > 1 => fold_by_phase::<F>(out, src, k, s, phases),
-        (k, s, d) => fold_window_any::<F>(out, src, k, s, d),
-    }
-}
-
-/// `out[i] = fold over k < kernel of src[i * stride + k]`, every tap inside `src`, for a stride
-/// above 1: `src` is split into its `stride` phases (`phase p` holds `src[j * stride + p]`), then
-/// tap `k` reads phase `k % stride` from offset `k / stride`, each a contiguous loop.
-#[inline(always)]
-fn fold_by_phase<F: Fold>(
-    out: &mut [f32],
-    src: &[f32],
-    kernel: usize,
-    stride: usize,
-    phases: &mut [f32],
-) {
-    let n = out.len();
-    if n == 0 {
-        return;
-    }
-    let used = (n - 1) * stride + kernel;
-    let src = &src[..used];
-    let phase_len = used.div_ceil(stride);
-    let phases = &mut phases[..phase_len * stride];
-    if stride == 2 {
-        let (even, odd) = phases.split_at_mut(phase_len);
-        for ((pair, e), o) in src.chunks_exact(2).zip(even.iter_mut()).zip(odd.iter_mut()) {
-            *e = pair[0];
-            *o = pair[1];
-        }
-        if used % 2 == 1 {
-            even[phase_len - 1] = src[used - 1];
-        }
-    } else {
-        for (j, v) in src.iter().enumerate() {
-            phases[(j % stride) * phase_len + j / stride] = *v;
-        }
-    }
-    out.copy_from_slice(&phases[..n]);
-    for k in 1..kernel {
-        let phase = &phases[(k % stride) * phase_len..][..phase_len];
-        fold_into::<F>(out, &phase[k / stride..][..n]);
-    }
-}
-
-/// `out[i] = fold over k < K of src[i * S + k * dilation]`, every tap inside `src`.
-#[inline(always)]
-fn fold_window<F: Fold, const K: usize, const S: usize>(
-    out: &mut [f32],
-    src: &[f32],
-    dilation: usize,
-) {
-    if out.is_empty() {
-        return;
-    }
-    let needed = (out.len() - 1) * S + (K - 1) * dilation + 1;
-    let src = &src[..needed];
-    for (i, o) in out.iter_mut().enumerate() {
-        let mut acc = src[i * S];
-        for k in 1..K {
-            acc = F::op(acc, src[i * S + k * dilation]);
-        }
-        *o = acc;
-    }
-}
-
-/// [`fold_window`] for any kernel, stride and dilation.
-#[inline(always)]
-fn fold_window_any<F: Fold>(
-    out: &mut [f32],
-    src: &[f32],
-    kernel: usize,
-    stride: usize,
-    dilation: usize,
-) {
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = (0..kernel)
-            .map(|k| src[i * stride + k * dilation])
-            .fold(F::EMPTY, F::op);
+fn take_strided(out: &mut [f32], src: &[f32], stride: usize) {
+    match stride {
+        1 => out.copy_from_slice(&src[..out.len()]),
+        2 => crate::simd::take_even(&src[..(2 * out.len()).saturating_sub(1)], out),
+        _ => out
+            .iter_mut()
+            .zip(src.iter().step_by(stride))
+            .for_each(|(o, v)| *o = *v),
     }
 }
 
