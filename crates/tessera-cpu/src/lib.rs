@@ -172,12 +172,11 @@ impl CpuSession {
         // Only timed when calibrating threads: `Instant` does not exist in browsers.
         let start = (self.threads > 1).then(Instant::now);
         let outputs = catch_panic("running the model", || {
-            multithread_tract_scope(executor, || {
-                parallel::with_run_helpers(|| plan.runnable.run(values))
-            })
-            .map_err(|e| Error::Run {
-                backend: "cpu".into(),
-                message: chain_message(&e),
+            multithread_tract_scope(executor, || plan.runnable.run(values)).map_err(|e| {
+                Error::Run {
+                    backend: "cpu".into(),
+                    message: chain_message(&e),
+                }
             })
         })?;
         if let Some(start) = start {

@@ -60,9 +60,6 @@ pub fn for_each(
                 return (0..tasks).into_par_iter().try_for_each(one);
             }
             Executor::MultiThread(pool) if pool.current_num_threads() > 1 => {
-                if let Some(crew) = RUN_CREW.with_borrow(Clone::clone) {
-                    return crew.run(tasks, &one);
-                }
                 return shared_with_caller(&pool, tasks, &one);
             }
             Executor::RayonGlobal => return (0..tasks).into_par_iter().try_for_each(one),
@@ -107,139 +104,6 @@ fn shared_with_caller(
         }
     }
     shared.outcome()
-}
-
-#[cfg(not(target_family = "wasm"))]
-thread_local! {
-    /// The helpers serving the calling thread's pooled run, while it lasts ([`with_run_helpers`]).
-    static RUN_CREW: RefCell<Option<std::sync::Arc<Crew>>> = const { RefCell::new(None) };
-}
-
-/// Runs `run` (one run of a plan, on the calling thread) with `threads - 1` helpers kept on the
-/// pool's workers until it ends, each waiting for the next op's tasks by spinning.
-///
-/// Spawning helpers per op ([`shared_with_caller`]) wakes a sleeping worker for every op, and on
-/// ops of a few tens of microseconds the helper joins after the caller has taken most of the
-/// tasks (onnxruntime's workers spin between ops too): mtcnn_pnet at 2 threads 0.71 → 0.59 ms,
-/// the larger CNNs unchanged. While they wait, the helpers also run work that tract's own ops
-/// hand to the pool (`rayon::yield_now`). Outside a pooled executor, or called from a pool
-/// worker, `run` runs as it is.
-pub fn with_run_helpers<R>(run: impl FnOnce() -> R) -> R {
-    #[cfg(not(target_family = "wasm"))]
-    if let Executor::MultiThread(pool) = current_tract_executor()
-        && pool.current_num_threads() > 1
-        && pool.current_thread_index().is_none()
-        && RUN_CREW.with_borrow(Option::is_none)
-    {
-        let crew = std::sync::Arc::new(Crew::default());
-        for _ in 1..pool.current_num_threads() {
-            let crew = crew.clone();
-            pool.spawn(move || crew.serve());
-        }
-        /// Ends the crew when the run ends, by returning or by unwinding.
-        struct Dismiss(std::sync::Arc<Crew>);
-        impl Drop for Dismiss {
-            fn drop(&mut self) {
-                self.0
-                    .dismissed
-                    .store(true, std::sync::atomic::Ordering::Release);
-                RUN_CREW.set(None);
-            }
-        }
-        RUN_CREW.set(Some(crew.clone()));
-        let _dismiss = Dismiss(crew);
-        return run();
-    }
-    run()
-}
-
-/// One op's tasks, as the crew sees them.
-#[cfg(not(target_family = "wasm"))]
-struct CrewJob {
-    shared: Shared,
-    one: &'static (dyn Fn(usize) -> TractResult<()> + Sync),
-}
-
-/// The helpers of one pooled run and the op they are to help with.
-#[cfg(not(target_family = "wasm"))]
-#[derive(Default)]
-struct Crew {
-    job: std::sync::Mutex<Option<std::sync::Arc<CrewJob>>>,
-    /// Bumped each time a job is posted, so that a helper looks at the slot only then.
-    posted: std::sync::atomic::AtomicUsize,
-    dismissed: std::sync::atomic::AtomicBool,
-}
-
-/// Waiting rounds a helper spins before it yields its core between polls (about a millisecond).
-#[cfg(not(target_family = "wasm"))]
-const CREW_SPIN_ROUNDS: u32 = 1 << 14;
-
-#[cfg(not(target_family = "wasm"))]
-impl Crew {
-    /// The caller's side: posts the tasks, takes its share, waits for the helpers' tasks.
-    fn run(
-        &self,
-        tasks: usize,
-        one: &(dyn Fn(usize) -> TractResult<()> + Sync),
-    ) -> TractResult<()> {
-        use std::sync::PoisonError;
-        use std::sync::atomic::Ordering;
-        // SAFETY: as in `shared_with_caller`: helpers call `one` only for a task index they took
-        // below `tasks`, and this function returns only once all `tasks` have finished; a
-        // helper that still holds the job afterwards finds no task left and never calls `one`.
-        let one: &'static (dyn Fn(usize) -> TractResult<()> + Sync) =
-            unsafe { std::mem::transmute(one) };
-        let job = std::sync::Arc::new(CrewJob {
-            shared: Shared::new(tasks),
-            one,
-        });
-        *self.job.lock().unwrap_or_else(PoisonError::into_inner) = Some(job.clone());
-        self.posted.fetch_add(1, Ordering::Release);
-        job.shared.work(one);
-        let mut spins = 0u32;
-        while job.shared.finished.load(Ordering::Acquire) < tasks {
-            if spins < 1 << 12 {
-                std::hint::spin_loop();
-                spins += 1;
-            } else {
-                std::thread::yield_now();
-            }
-        }
-        *self.job.lock().unwrap_or_else(PoisonError::into_inner) = None;
-        job.shared.outcome()
-    }
-
-    /// A helper's side, on a pool worker: takes tasks of each posted job until dismissed.
-    fn serve(&self) {
-        use std::sync::PoisonError;
-        use std::sync::atomic::Ordering;
-        let (mut seen, mut idle) = (0, 0u32);
-        while !self.dismissed.load(Ordering::Acquire) {
-            let posted = self.posted.load(Ordering::Acquire);
-            if posted != seen {
-                seen = posted;
-                let job = self
-                    .job
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
-                if let Some(job) = job {
-                    job.shared.work(job.one);
-                    idle = 0;
-                    continue;
-                }
-            }
-            idle = idle.saturating_add(1);
-            if idle % 64 == 0 {
-                // Work tract's ops have handed to the pool meanwhile, if any.
-                rayon::yield_now();
-            } else if idle < CREW_SPIN_ROUNDS {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
-    }
 }
 
 /// The state the caller and its helpers share for one [`for_each`].
@@ -417,50 +281,6 @@ mod tests {
                     }
                 });
                 assert_eq!(error.unwrap_err().to_string(), "task 5 failed");
-            });
-        }
-    }
-
-    #[test]
-    fn a_run_with_helpers_runs_every_task_once_and_returns_the_first_error() {
-        for threads in [2, 3] {
-            multithread_tract_scope(Executor::multithread(threads), || {
-                with_run_helpers(|| {
-                    assert!(RUN_CREW.with_borrow(Option::is_some));
-                    // Ops one after the other, as a plan runs them, each on the same helpers.
-                    for tasks in [1, 2, 37, 200] {
-                        let counts: Vec<AtomicUsize> =
-                            (0..tasks).map(|_| AtomicUsize::new(0)).collect();
-                        for_each(tasks, 4, |scratch, i| {
-                            assert_eq!(scratch.len(), 4);
-                            counts[i].fetch_add(1, Ordering::Relaxed);
-                            Ok(())
-                        })
-                        .unwrap();
-                        assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1));
-                    }
-                    let error = for_each(20, 0, |_, i| {
-                        if i == 7 {
-                            bail!("task {i} failed")
-                        } else {
-                            Ok(())
-                        }
-                    });
-                    assert_eq!(error.unwrap_err().to_string(), "task 7 failed");
-                });
-                // The helpers are dismissed with the run, also one that a task's panic ends.
-                assert!(RUN_CREW.with_borrow(Option::is_none));
-                let caught = std::panic::catch_unwind(|| {
-                    with_run_helpers(|| {
-                        for_each(64, 0, |_, i| {
-                            assert!(i != 40, "task {i}");
-                            Ok(())
-                        })
-                    })
-                });
-                assert!(caught.is_err());
-                assert!(RUN_CREW.with_borrow(Option::is_none));
-                assert!(for_each(8, 0, |_, _| Ok(())).is_ok());
             });
         }
     }
