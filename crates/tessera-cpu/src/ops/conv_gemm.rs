@@ -1086,8 +1086,8 @@ impl FastConv {
                 let span = span_of(tile_rows);
                 let (gathered, sums) = scratch.split_at_mut(l.depth * span);
                 let sums = &mut sums[..rows * span];
-                let tile_start = (b * self.in_channels + g * l.group_in) * padded_plane
-                    + first_y * s.width;
+                let tile_start =
+                    (b * self.in_channels + g * l.group_in) * padded_plane + first_y * s.width;
                 for (row, offset) in gathered.chunks_exact_mut(span).zip(&offsets) {
                     // Past the tile's last output the values are never used: read what the
                     // buffer holds, zeros after its end.

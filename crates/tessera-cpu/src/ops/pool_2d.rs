@@ -42,6 +42,16 @@ impl Axis {
         lo * self.stride + k * self.dilation - self.pad_before
     }
 
+    /// The padded extent the windows of a row read: up to the last output's last tap.
+    pub fn reach(&self) -> usize {
+        (self.output.max(1) - 1) * self.stride + (self.kernel - 1) * self.dilation + 1
+    }
+
+    /// The width of a row padded on both sides so that every window lies inside it.
+    pub fn padded_width(&self) -> usize {
+        self.reach().max(self.pad_before + self.input)
+    }
+
     /// For each output position, how many taps read inside the input.
     pub fn taps_inside(&self) -> Vec<usize> {
         let mut count = vec![0; self.output];
@@ -170,13 +180,14 @@ impl Window2d {
                     // Each output row's window rows folded into a row of the input's width; and
                     // those rows split by column phase for strided windows.
                     let mut folded_rows = vec![F::EMPTY; r.output * c.input];
-                    let mut window_folds = vec![F::EMPTY; r.output * c.input];
+                    // The column pass's padded rows, then its folds (see `fold_columns`).
+                    let mut column_pass = vec![F::EMPTY; 2 * r.output * c.padded_width()];
                     let planes = planes
                         .chunks_mut(out_plane)
                         .enumerate()
                         .map(|(p, out)| (&input[(first_plane + p) * in_plane..][..in_plane], out));
                     for (plane, out) in planes {
-                        fold_plane::<F>(self, plane, &mut folded_rows, &mut window_folds, out);
+                        fold_plane::<F>(self, plane, &mut folded_rows, &mut column_pass, out);
                         finish(out);
                     }
                 },
@@ -186,14 +197,14 @@ impl Window2d {
     }
 }
 
-/// Folds one plane's windows into `out`, through `folded_rows` and `window_folds` (both
-/// `rows.output × cols.input`).
+/// Folds one plane's windows into `out`, through `folded_rows` (`rows.output × cols.input`) and
+/// `column_pass` (twice `rows.output × cols.padded_width()`).
 #[inline(always)]
 fn fold_plane<F: Fold>(
     window: &Window2d,
     plane: &[f32],
     folded_rows: &mut [f32],
-    window_folds: &mut [f32],
+    column_pass: &mut [f32],
     out: &mut [f32],
 ) {
     let (r, c) = (window.rows, window.cols);
@@ -235,7 +246,7 @@ fn fold_plane<F: Fold>(
             fold_rows::<F>(dst, plane, taps);
         }
     }
-    fold_columns::<F>(&c, folded_rows, window_folds, out);
+    fold_columns::<F>(&c, folded_rows, column_pass, out);
 }
 
 /// The values a [`fold_rows`] folds into each output: `src[first + j · step + i]` for `j` in
@@ -296,53 +307,96 @@ fn fold_lanes<F: Fold>(dst: &mut [f32], src: &[f32], taps: Taps, at: usize) {
 /// The column pass: each row of `folded` (`cols.input` wide) folded across the window's columns
 /// into a row of `out` (`cols.output` wide).
 ///
-/// First every tap of the window is folded over the whole plane read as one long row
-/// (`window_folds[j]` = fold of `folded[j + k · dilation]`): long, out-of-place vector loops, where
-/// rows of 13 to 111 values spent their time in loop prologues and epilogues. Each output whose
-/// window lies inside its row then takes `window_folds[o · stride + offset]`: a copy, or for stride
-/// 2 the even values ([`crate::simd::take_even`]); the few at the borders skip the taps outside.
-/// Values of `window_folds` whose window spans two rows are never read.
-///
-/// When the input is `stride` times as wide as the output (same-padded pools: 14 → 14, 112 → 56)
-/// output `o` of the whole plane takes its taps from `o · stride + k - pad` as within a row: then
-/// one strided read covers the plane and only the border columns are redone row by row.
+/// The rows are first copied between [`Fold::EMPTY`] columns as wide as the padding (a padding
+/// value never changes a fold), so that every window lies inside its row: no output at the
+/// borders is special (computing those one tap at a time took half of a 14×14 pool's time).
+/// Then every tap of the window is folded over the whole padded plane read as one long row
+/// (`folds[j]` = fold of `padded[j + k · dilation]`): long, out-of-place vector loops, where
+/// rows of 7 to 111 values spent their time in loop prologues and epilogues. Output `o` of a
+/// row is `folds[o · stride]` from the row's start: a copy, or for stride 2 the even values
+/// ([`crate::simd::take_even`]). Folds whose window spans two rows are never read.
 #[inline(always)]
-fn fold_columns<F: Fold>(cols: &Axis, folded: &[f32], window_folds: &mut [f32], out: &mut [f32]) {
-    let (lo, hi) = (cols.valid(0).0, cols.valid(cols.kernel - 1).1);
-    let interior = lo..hi.max(lo);
+fn fold_columns<F: Fold>(cols: &Axis, folded: &[f32], column_pass: &mut [f32], out: &mut [f32]) {
+    if cols.dilation == 1 && cols.input == cols.stride * cols.output {
+        return fold_flat_columns::<F>(cols, folded, column_pass, out);
+    }
+    let width = cols.padded_width();
+    let rows = out.len() / cols.output.max(1);
+    let len = rows * width;
+    let (padded, folds) = column_pass.split_at_mut(column_pass.len() / 2);
+    let (padded, folds) = (&mut padded[..len], &mut folds[..len]);
+    let padded: &[f32] = if width == cols.input && len == rows * width && cols.pad_before == 0 {
+        &folded[..len]
+    } else {
+        for (dst, row) in padded
+            .chunks_exact_mut(width)
+            .zip(folded.chunks_exact(cols.input))
+        {
+            dst[..cols.pad_before].fill(F::EMPTY);
+            dst[cols.pad_before..][..cols.input].copy_from_slice(row);
+            dst[cols.pad_before + cols.input..].fill(F::EMPTY);
+        }
+        padded
+    };
     let span = (cols.kernel - 1) * cols.dilation;
-    if !interior.is_empty() && folded.len() > span {
-        let taps = Taps {
-            first: 0,
-            step: cols.dilation,
-            count: cols.kernel,
-        };
-        fold_rows::<F>(&mut window_folds[..folded.len() - span], folded, taps);
+    if padded.len() <= span {
+        return;
     }
-    let flat =
-        cols.dilation == 1 && cols.input == cols.stride * cols.output && !interior.is_empty();
-    if flat {
-        // Outputs of the flat plane whose taps all lie inside it.
-        let plane = Axis {
-            input: folded.len(),
-            output: out.len(),
-            ..*cols
-        };
-        let first = plane.valid(0).0;
-        let end = plane.valid(cols.kernel - 1).1.max(first);
-        let src = &window_folds[plane.first_input(first, 0)..];
-        take_strided(&mut out[first..end], src, cols.stride);
+    let taps = Taps {
+        first: 0,
+        step: cols.dilation,
+        count: cols.kernel,
+    };
+    fold_rows::<F>(&mut folds[..padded.len() - span], padded, taps);
+    for (row, out_row) in out.chunks_exact_mut(cols.output).enumerate() {
+        take_strided(out_row, &folds[row * width..], cols.stride);
     }
-    for (row, (row_folded, out_row)) in folded
+}
+
+/// [`fold_columns`] where the input is `stride` times as wide as the output (same-padded pools:
+/// 14 → 14, 112 → 56): output `o` of the whole plane, read as one long row, takes its taps from
+/// `o · stride + k - pad` as within a row, so one pass over the unpadded plane makes every output
+/// whose window lies inside its row, and only the few at the borders are redone row by row
+/// (padding 112-wide rows first cost a 3×3 pool a quarter more).
+#[inline(always)]
+fn fold_flat_columns<F: Fold>(
+    cols: &Axis,
+    folded: &[f32],
+    column_pass: &mut [f32],
+    out: &mut [f32],
+) {
+    let span = (cols.kernel - 1) * cols.dilation;
+    if folded.len() <= span {
+        return;
+    }
+    let folds = &mut column_pass[..folded.len() - span];
+    let taps = Taps {
+        first: 0,
+        step: cols.dilation,
+        count: cols.kernel,
+    };
+    fold_rows::<F>(folds, folded, taps);
+    let plane = Axis {
+        input: folded.len(),
+        output: out.len(),
+        ..*cols
+    };
+    let first = plane.valid(0).0;
+    let end = plane.valid(cols.kernel - 1).1.max(first);
+    take_strided(
+        &mut out[first..end],
+        &folds[plane.first_input(first, 0)..],
+        cols.stride,
+    );
+    let (lo, hi) = (
+        cols.valid(0).0,
+        cols.valid(cols.kernel - 1).1.max(cols.valid(0).0),
+    );
+    for (row_folded, out_row) in folded
         .chunks_exact(cols.input)
         .zip(out.chunks_exact_mut(cols.output))
-        .enumerate()
     {
-        if !flat && !interior.is_empty() {
-            let src = &window_folds[row * cols.input + cols.first_input(lo, 0)..];
-            take_strided(&mut out_row[interior.clone()], src, cols.stride);
-        }
-        for ox in (0..interior.start).chain(interior.end..cols.output) {
+        for ox in (0..lo).chain(hi..cols.output) {
             out_row[ox] = (0..cols.kernel)
                 .filter_map(|k| {
                     let ix = (ox * cols.stride + k * cols.dilation).checked_sub(cols.pad_before)?;
