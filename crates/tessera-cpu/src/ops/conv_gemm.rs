@@ -12,7 +12,9 @@
 //! clamp (ReLU, ReLU6) are applied while the tile is still in cache. Tiles, not one whole
 //! im2col matrix: VGG's early layers would need ~115 MB for theirs. Unit-stride convolutions on
 //! wide planes skip the gathering: one product per kernel tap over the input as it lies
-//! ([`FastConv::shifted_taps`]).
+//! ([`FastConv::shifted_taps`]). On CPUs with AVX-512, convolutions run on
+//! [`tap_products`](super::tap_products) instead ([`FastConv::runs_on_tap_products`]): no
+//! gathering and no product per tap at all, the whole depth summed in registers.
 //!
 //! [ONNX `Conv`]: https://onnx.ai/onnx/operators/onnx__Conv.html
 
