@@ -308,18 +308,17 @@ impl FastConv {
     /// input (split by phase for strides: [`Self::tap_geometry`]), with the sums in registers
     /// over the whole depth.
     pub fn runs_on_tap_products(&self) -> bool {
-        let depth = self.in_channels / self.group.max(1)
-            * self.window.rows.kernel
-            * self.window.cols.kernel;
-        tap_products::available() && !self.channels_last && depth >= TAP_PRODUCTS_MIN_DEPTH
+        tap_products::available() && !self.channels_last && self.depth() >= TAP_PRODUCTS_MIN_DEPTH
+    }
+
+    /// Rows of a group's product: its input channels × the kernel's taps.
+    fn depth(&self) -> usize {
+        self.in_channels / self.group.max(1) * self.window.rows.kernel * self.window.cols.kernel
     }
 
     /// `kernel` (ONNX's `[M, C/group, kh, kw]`) packed for [`tap_products`], group by group.
     pub fn packed_kernel(&self, kernel: &[f32]) -> Vec<f32> {
-        let group_out = self.out_channels / self.group.max(1);
-        let depth = self.in_channels / self.group.max(1)
-            * self.window.rows.kernel
-            * self.window.cols.kernel;
+        let (group_out, depth) = (self.out_channels / self.group.max(1), self.depth());
         kernel
             .chunks(group_out * depth.max(1))
             .take(self.group)
@@ -592,17 +591,17 @@ impl FastConv {
         bias: &[f32],
         output: &mut [f32],
     ) -> TractResult<()> {
-        let planes = l.batch * self.in_channels;
+        if !self.channels_last {
+            return self.on_padded_planes(input, s, |padded| {
+                self.shifted_products(l, s, padded, kernel, bias, output)
+            });
+        }
         if !s.copy {
             return self.shifted_products(l, s, input, kernel, bias, output);
         }
-        let len = planes * s.width * s.height + SLACK;
+        let len = l.batch * self.in_channels * s.width * s.height + SLACK;
         with_input_copy(len, |padded| {
-            if self.channels_last {
-                self.pad_channels_last(input, s, padded)?;
-            } else {
-                self.pad_planes(input, s, padded)?;
-            }
+            self.pad_channels_last(input, s, padded)?;
             self.shifted_products(l, s, padded, kernel, bias, output)
         })
     }
@@ -798,7 +797,6 @@ impl FastConv {
     /// this way; MTCNN's 9×9 of 48, 6% faster in all).
     fn wide_gather(&self) -> Option<Shifted> {
         let (r, c) = (self.window.rows, self.window.cols);
-        let reach = |a: &Axis| (a.kernel - 1) * a.dilation;
         if self.direct()
             || self.tap_products
             || self.channels_last
@@ -809,17 +807,16 @@ impl FastConv {
         {
             return None;
         }
-        let (width, height) = (c.output + reach(&c), r.output + reach(&r));
-        let depth = self.in_channels / self.group.max(1) * r.kernel * c.kernel;
-        // Whole output rows per tile, as many as fit, evened out.
-        let fit = (MAX_TILE.min(TILE_FLOATS / depth.max(1)) / width).clamp(1, r.output);
+        // The unit-stride padded planes of the tap products, in tiles of whole output rows that
+        // fit the gathered matrix, as many as fit, evened out.
+        let planes = self.tap_geometry();
+        let fit =
+            (MAX_TILE.min(TILE_FLOATS / self.depth().max(1)) / planes.width).clamp(1, r.output);
         let tiles = r.output.div_ceil(fit);
         Some(Shifted {
-            width,
-            height,
-            copy: width != c.input || height != r.input || r.pad_before + c.pad_before != 0,
             tile_rows: r.output.div_ceil(tiles),
             tiles,
+            ..planes
         })
     }
 
@@ -867,28 +864,44 @@ impl FastConv {
             packed_here = self.packed_kernel(kernel);
             &packed_here
         };
-        if !t.copy {
-            return self.tap_products_on(l, &t, input, packed, bias, output);
+        self.on_padded_planes(input, &t, |planes| {
+            self.tap_products_on(l, &t, planes, packed, bias, output)
+        })
+    }
+
+    /// `run` on the input's planes as `s` lays them out: the input as it is, or (when `s.copy`)
+    /// zero-padded and split by phase ([`Self::split_phases`]) in the thread's kept buffer.
+    fn on_padded_planes(
+        &self,
+        input: &[f32],
+        s: &Shifted,
+        run: impl FnOnce(&[f32]) -> TractResult<()>,
+    ) -> TractResult<()> {
+        if !s.copy {
+            return run(input);
         }
         let (r, c) = (self.window.rows, self.window.cols);
-        let len = l.batch * self.in_channels * r.stride * c.stride * t.width * t.height;
+        let planes = input.len() / (r.input * c.input).max(1);
+        let len = planes * r.stride * c.stride * s.width * s.height + SLACK;
         with_input_copy(len, |split| {
-            self.split_phases(input, &t, split)?;
-            self.tap_products_on(l, &t, split, packed, bias, output)
+            self.split_phases(input, s, split)?;
+            run(split)
         })
     }
 
     /// Writes every value of `split`: each input plane zero-padded and split into its phase
-    /// planes ([`Self::tap_geometry`]).
+    /// planes ([`Self::tap_geometry`]; at unit stride, the padded plane), then zeros.
     fn split_phases(&self, input: &[f32], t: &Shifted, split: &mut [f32]) -> TractResult<()> {
         let (r, c) = (self.window.rows, self.window.cols);
         let phase_plane = t.width * t.height;
         let plane_len = r.stride * c.stride * phase_plane;
         let planes = input.len() / (r.input * c.input).max(1);
         ensure!(
-            split.len() == planes * plane_len,
-            "phase planes buffer of the wrong size"
+            split.len() >= planes * plane_len,
+            "phase planes buffer too small"
         );
+        let (split, slack) = split.split_at_mut(planes * plane_len);
+        slack.fill(0.0);
         let target = SharedOutput::new(split);
         parallel::for_each(planes, 0, |_, plane| {
             let source = &input[plane * r.input * c.input..][..r.input * c.input];
@@ -1043,12 +1056,7 @@ impl FastConv {
         bias: &[f32],
         output: &mut [f32],
     ) -> TractResult<()> {
-        if !s.copy {
-            return self.wide_products(l, s, input, kernel, bias, output);
-        }
-        let len = l.batch * self.in_channels * s.width * s.height + SLACK;
-        with_input_copy(len, |padded| {
-            self.pad_planes(input, s, padded)?;
+        self.on_padded_planes(input, s, |padded| {
             self.wide_products(l, s, padded, kernel, bias, output)
         })
     }
@@ -1169,39 +1177,9 @@ impl FastConv {
         }
     }
 
-    /// Writes every value of `padded`: each input plane zero-padded to `s.height × s.width`
-    /// (the taps' offsets then stay inside), then zeros.
-    fn pad_planes(&self, input: &[f32], s: &Shifted, padded: &mut [f32]) -> TractResult<()> {
-        let (r, c) = (self.window.rows, self.window.cols);
-        let padded_plane = s.width * s.height;
-        let planes = input.len() / (r.input * c.input).max(1);
-        ensure!(
-            padded.len() >= planes * padded_plane,
-            "padded planes buffer too small"
-        );
-        let (planes_part, slack) = padded.split_at_mut(planes * padded_plane);
-        slack.fill(0.0);
-        let copied = c.input.min(s.width.saturating_sub(c.pad_before));
-        let target = SharedOutput::new(planes_part);
-        parallel::for_each(planes, 0, |_, plane| {
-            let source = &input[plane * r.input * c.input..][..r.input * c.input];
-            // SAFETY: padded plane `plane` lies inside `planes_part`, written by this task alone.
-            let dst = unsafe {
-                std::slice::from_raw_parts_mut(target.at(plane * padded_plane), padded_plane)
-            };
-            for (py, row) in dst.chunks_exact_mut(s.width).enumerate() {
-                let source_row = py
-                    .checked_sub(r.pad_before)
-                    .filter(|&y| y < r.input)
-                    .map(|y| &source[y * c.input..][..copied]);
-                write_padded_row(row, c.pad_before.min(s.width), source_row);
-            }
-            Ok(())
-        })
-    }
-
-    /// [`Self::pad_planes`] for channels-last input: each image's rows of positions (each
-    /// position's channels together) zero-padded to `s.height × s.width` positions.
+    /// [`Self::split_phases`] at unit stride for channels-last input: each image's rows of
+    /// positions (each position's channels together) zero-padded to `s.height × s.width`
+    /// positions.
     fn pad_channels_last(&self, input: &[f32], s: &Shifted, padded: &mut [f32]) -> TractResult<()> {
         let (r, c) = (self.window.rows, self.window.cols);
         let channels = self.in_channels;

@@ -293,7 +293,6 @@ fn fold_lanes<F: Fold>(dst: &mut [f32], src: &[f32], taps: Taps, at: usize) {
     let mut acc = [F::EMPTY; LANES];
     for j in 0..taps.count {
         let start = taps.first + j * taps.step + at;
-        debug_assert!(start + LANES <= src.len());
         // SAFETY: `fold_rows` cut `src` to end at the last tap's value for its last output, and
         // `at + LANES` is at most that output's index plus one.
         let values = unsafe { src.get_unchecked(start..start + LANES) };
