@@ -239,7 +239,7 @@ impl CpuSession {
         // `lower` has decluttered the graph already: only tract's codegen passes are left.
         let runnable = catch_panic("optimizing the plan", || {
             ops::use_cpu_ops(&mut typed)
-                .and_then(|()| typed.optimize())
+                .and_then(|()| tessera_core::model::optimizer::codegen(&mut typed))
                 .and_then(|()| reshape_fusion::fuse_through_reshapes(&mut typed))
                 .and_then(|_| ops::use_cpu_ops_in_plan(&mut typed))
                 .and_then(|_| natural_strides::naturalize(&mut typed))

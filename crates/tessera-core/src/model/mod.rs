@@ -6,10 +6,12 @@
 //! some inputs folded in as constants ([`specialize`]) → decluttered typed graph, which each
 //! backend turns into its own plan.
 
+pub mod constant_arithmetic;
 pub mod dequantized_constants;
 pub mod index_check;
 pub mod info;
 pub mod inputs;
+pub mod optimizer;
 pub mod preflight;
 pub mod quant_barrier;
 pub mod quantization;

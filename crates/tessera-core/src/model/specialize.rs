@@ -249,7 +249,7 @@ impl Model {
         if let Some(pass) = before_declutter {
             pass(&mut typed, self)?;
         }
-        let mut typed = typed.into_decluttered()?;
+        super::optimizer::declutter(&mut typed)?;
         super::index_check::guard_indices(&mut typed)?;
         Ok(typed)
     }
