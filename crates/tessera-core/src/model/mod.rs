@@ -18,6 +18,27 @@ pub mod quantization;
 pub mod specialize;
 pub mod uniform_constants;
 
+#[cfg(test)]
+pub(crate) mod test_models {
+    use super::Model;
+    use prost::Message;
+    use tract_onnx::pb;
+
+    /// A model of this graph alone, at ONNX opset 17.
+    pub fn from_graph(graph: pb::GraphProto) -> Model {
+        let proto = pb::ModelProto {
+            ir_version: 8,
+            opset_import: vec![pb::OperatorSetIdProto {
+                domain: String::new(),
+                version: 17,
+            }],
+            graph: Some(graph),
+            ..Default::default()
+        };
+        Model::from_bytes(&proto.encode_to_vec()).unwrap()
+    }
+}
+
 use crate::error::{UnsupportedOp, catch_panic, chain_message};
 use crate::{Error, Result};
 use info::{ModelInfo, op_key, walk_nodes};

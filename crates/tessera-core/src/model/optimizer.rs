@@ -219,8 +219,6 @@ fn apply(patch: TypedModelPatch, target: &mut TypedModel) -> TractResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Model;
-    use prost::Message;
     use tract_onnx::pb;
 
     /// Each node's name, op, inputs and output facts: what the graph computes, and how.
@@ -310,16 +308,7 @@ mod tests {
             output: vec![float_value("y")],
             ..Default::default()
         };
-        let proto = pb::ModelProto {
-            ir_version: 8,
-            opset_import: vec![pb::OperatorSetIdProto {
-                domain: String::new(),
-                version: 17,
-            }],
-            graph: Some(graph),
-            ..Default::default()
-        };
-        let model = Model::from_bytes(&proto.encode_to_vec()).unwrap();
+        let model = crate::model::test_models::from_graph(graph);
         let mut graph = model.graph().clone();
         graph
             .set_input_fact(0, f32::fact([1, 3, 8, 8]).into())

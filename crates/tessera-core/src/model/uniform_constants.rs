@@ -74,7 +74,6 @@ fn dims(shape: &Tensor) -> Option<Vec<usize>> {
 mod tests {
     use crate::model::Model;
     use crate::tensor::Tensor;
-    use prost::Message;
     use tract_onnx::pb;
     use tract_onnx::prelude::*;
 
@@ -144,16 +143,7 @@ mod tests {
             output: vec![info("y")],
             ..Default::default()
         };
-        let proto = pb::ModelProto {
-            ir_version: 8,
-            opset_import: vec![pb::OperatorSetIdProto {
-                domain: String::new(),
-                version: 17,
-            }],
-            graph: Some(graph),
-            ..Default::default()
-        };
-        Model::from_bytes(&proto.encode_to_vec()).unwrap()
+        crate::model::test_models::from_graph(graph)
     }
 
     fn run(model: &Model, x: &Tensor) -> Vec<f32> {
