@@ -182,18 +182,81 @@ impl Window2d {
                     let mut folded_rows = vec![F::EMPTY; r.output * c.input];
                     // The column pass's padded rows, then its folds (see `fold_columns`).
                     let mut column_pass = vec![F::EMPTY; 2 * r.output * c.padded_width()];
+                    // Narrow planes, padded whole (their padding stays EMPTY from plane to plane).
+                    let narrow = c.padded_width() <= NARROW_ROWS;
+                    let mut padded = if narrow {
+                        vec![F::EMPTY; r.padded_width() * c.padded_width()]
+                    } else {
+                        vec![]
+                    };
                     let planes = planes
                         .chunks_mut(out_plane)
                         .enumerate()
                         .map(|(p, out)| (&input[(first_plane + p) * in_plane..][..in_plane], out));
                     for (plane, out) in planes {
-                        fold_plane::<F>(self, plane, &mut folded_rows, &mut column_pass, out);
+                        if narrow {
+                            fold_padded_plane::<F>(self, plane, &mut padded, &mut column_pass, out);
+                        } else {
+                            fold_plane::<F>(self, plane, &mut folded_rows, &mut column_pass, out);
+                        }
                         finish(out);
                     }
                 },
             );
             Ok(())
         })
+    }
+}
+
+/// Rows at most this wide (padded) are folded by [`fold_padded_plane`]: their windows at the
+/// borders, one tap at a time, cost more than padding the whole plane (Inception's 14×14 and
+/// 7×7 pools).
+const NARROW_ROWS: usize = 32;
+
+/// Folds one plane's windows into `out` after copying it inside `padded` (`rows.padded_width() ×
+/// cols.padded_width()`, [`Fold::EMPTY`] around it), so that every window lies inside the
+/// padded plane: both passes run over whole padded rows read as one long row, with no border
+/// case; `column_pass` (twice `rows.output × cols.padded_width()`) holds the folded rows and
+/// then their folds across columns. Folds whose window spans two rows are never read.
+#[inline(always)]
+fn fold_padded_plane<F: Fold>(
+    window: &Window2d,
+    plane: &[f32],
+    padded: &mut [f32],
+    column_pass: &mut [f32],
+    out: &mut [f32],
+) {
+    let (r, c) = (window.rows, window.cols);
+    let width = c.padded_width();
+    for (y, row) in plane.chunks_exact(c.input).enumerate() {
+        padded[(r.pad_before + y) * width + c.pad_before..][..c.input].copy_from_slice(row);
+    }
+    let (folded, folds) = column_pass.split_at_mut(column_pass.len() / 2);
+    let folded = &mut folded[..r.output * width];
+    let row_taps = |first_row: usize| Taps {
+        first: first_row * width,
+        step: r.dilation * width,
+        count: r.kernel,
+    };
+    if r.stride == 1 {
+        fold_rows::<F>(folded, padded, row_taps(0));
+    } else {
+        for (oy, dst) in folded.chunks_exact_mut(width).enumerate() {
+            fold_rows::<F>(dst, padded, row_taps(oy * r.stride));
+        }
+    }
+    // Every window of a row ends inside it (`padded_width` ≥ `reach`), so past the last row's
+    // last window nothing is read.
+    let span = (c.kernel - 1) * c.dilation;
+    let folds = &mut folds[..folded.len().saturating_sub(span)];
+    let column_taps = Taps {
+        first: 0,
+        step: c.dilation,
+        count: c.kernel,
+    };
+    fold_rows::<F>(folds, folded, column_taps);
+    for (oy, out_row) in out.chunks_exact_mut(c.output).enumerate() {
+        take_strided(out_row, &folds[oy * width..], c.stride);
     }
 }
 
