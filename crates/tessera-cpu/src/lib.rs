@@ -21,7 +21,7 @@ pub use node_by_node::{NodeTime, NonFiniteNode};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tessera_core::error::{catch_panic, chain_message};
-use tessera_core::model::specialize::{Folding, PlanKey};
+use tessera_core::model::specialize::{Folding, Lowering, PlanKey};
 use tessera_core::plan_cache::PlanCache;
 use tessera_core::tract_bridge::{from_tract, into_tract};
 use tessera_core::tract_onnx::prelude::*;
@@ -229,11 +229,15 @@ impl CpuSession {
             }
         }
         let started = web_time::Instant::now();
-        let lowered = self.model.lower_for(
-            inputs,
-            preferred.as_deref(),
-            Some(|typed, model| ops::qdq_products::integer_products(typed, model).map(|_| ())),
-        )?;
+        let lowering = Lowering {
+            before_declutter: Some(|typed, model| {
+                ops::qdq_products::integer_products(typed, model).map(|_| ())
+            }),
+            keep_axes: true,
+        };
+        let lowered = self
+            .model
+            .lower_for(inputs, preferred.as_deref(), lowering)?;
         let mut typed = lowered.typed;
         let lowered_at = started.elapsed();
         // `lower` has decluttered the graph already: only tract's codegen passes are left.

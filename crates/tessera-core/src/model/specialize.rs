@@ -71,6 +71,15 @@ fn key_entry(
 /// A backend's pass over the typed graph before tract declutters it, given the model.
 pub type BeforeDeclutter = fn(&mut TypedModel, &Model) -> TractResult<()>;
 
+/// What a backend adds to, or leaves out of, the lowering of a model.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lowering {
+    /// Its own pass over the typed graph before tract declutters it.
+    pub before_declutter: Option<BeforeDeclutter>,
+    /// Leave tract's `ChangeAxes` pass out of declutter ([`super::optimizer::declutter`]).
+    pub keep_axes: bool,
+}
+
 /// A decluttered typed graph for one input signature.
 #[derive(Debug)]
 pub struct Lowered {
@@ -105,7 +114,7 @@ impl Model {
     /// `preferred` first (what worked for an earlier run), then none, then the small
     /// shape-like inputs, then all of them (shape-like first for models with an `If`).
     pub fn lower(&self, inputs: &[Tensor], preferred: Option<&[bool]>) -> Result<Lowered> {
-        self.lower_for(inputs, preferred, None)
+        self.lower_for(inputs, preferred, Lowering::default())
     }
 
     /// [`Model::lower`] with a backend's own pass on the typed graph before tract declutters it
@@ -115,9 +124,9 @@ impl Model {
         &self,
         inputs: &[Tensor],
         preferred: Option<&[bool]>,
-        before_declutter: Option<BeforeDeclutter>,
+        lowering: Lowering,
     ) -> Result<Lowered> {
-        self.lower_then_for(inputs, preferred, before_declutter, |_| Ok(()))
+        self.lower_then_for(inputs, preferred, lowering, |_| Ok(()))
             .map(|(lowered, ())| lowered)
     }
 
@@ -130,7 +139,7 @@ impl Model {
         preferred: Option<&[bool]>,
         then: impl Fn(&TypedModel) -> Result<T>,
     ) -> Result<(Lowered, T)> {
-        self.lower_then_for(inputs, preferred, None, then)
+        self.lower_then_for(inputs, preferred, Lowering::default(), then)
     }
 
     /// [`Model::lower_then`] with a backend's own pass on the typed graph before tract
@@ -139,7 +148,7 @@ impl Model {
         &self,
         inputs: &[Tensor],
         preferred: Option<&[bool]>,
-        before_declutter: Option<BeforeDeclutter>,
+        lowering: Lowering,
         then: impl Fn(&TypedModel) -> Result<T>,
     ) -> Result<(Lowered, T)> {
         let none = vec![false; inputs.len()];
@@ -162,7 +171,7 @@ impl Model {
         let mut first_error = None;
         for folding in ladder {
             match self
-                .lower_with_pass(inputs, &folding, before_declutter)
+                .lower_with_pass(inputs, &folding, lowering)
                 .and_then(|typed| then(&typed).map(|made| (typed, made)))
             {
                 Ok((typed, made)) => return Ok((Lowered { typed, folding }, made)),
@@ -177,17 +186,17 @@ impl Model {
 
     /// Lowers with exactly this folding.
     pub fn lower_with(&self, inputs: &[Tensor], folding: &[bool]) -> Result<TypedModel> {
-        self.lower_with_pass(inputs, folding, None)
+        self.lower_with_pass(inputs, folding, Lowering::default())
     }
 
     fn lower_with_pass(
         &self,
         inputs: &[Tensor],
         folding: &[bool],
-        before_declutter: Option<BeforeDeclutter>,
+        lowering: Lowering,
     ) -> Result<TypedModel> {
         catch_panic("lowering the model", || {
-            self.try_lower(inputs, folding, before_declutter)
+            self.try_lower(inputs, folding, lowering)
                 .map_err(|e| Error::Prepare {
                     backend: "tract".into(),
                     message: chain_message(&e),
@@ -199,7 +208,7 @@ impl Model {
         &self,
         inputs: &[Tensor],
         folding: &[bool],
-        before_declutter: Option<BeforeDeclutter>,
+        lowering: Lowering,
     ) -> TractResult<TypedModel> {
         let mut graph = self.graph().clone();
         super::uniform_constants::materialize(&mut graph)?;
@@ -246,10 +255,10 @@ impl Model {
         super::preflight::analyse(&mut graph, self.preflight())?;
         let mut typed = graph.into_typed()?;
         super::quant_barrier::guard_quantized_softmax(&mut typed)?;
-        if let Some(pass) = before_declutter {
+        if let Some(pass) = lowering.before_declutter {
             pass(&mut typed, self)?;
         }
-        super::optimizer::declutter(&mut typed)?;
+        super::optimizer::declutter(&mut typed, lowering.keep_axes)?;
         super::index_check::guard_indices(&mut typed)?;
         Ok(typed)
     }

@@ -695,7 +695,14 @@ mod tests {
         let x4 = tessera_core::Tensor::from_vec(vec![4, 3], on_grid(&x4q)).unwrap();
         let inputs = vec![x, x2, x3, x4];
         model
-            .lower_for(&inputs, None, Some(counting_pass))
+            .lower_for(
+                &inputs,
+                None,
+                tessera_core::model::specialize::Lowering {
+                    before_declutter: Some(counting_pass),
+                    keep_axes: true,
+                },
+            )
             .expect("every product recognized");
         let session = CpuSession::new(Arc::new(model), &CpuOptions { threads: Some(1) }).unwrap();
         let outputs = session.run(inputs).unwrap();

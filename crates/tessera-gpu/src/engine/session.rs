@@ -488,7 +488,10 @@ impl<G: Gpu> GpuSession<G> {
         let (lowered, plan) = self.model.lower_then_for(
             inputs,
             preferred.as_deref(),
-            Some(tessera_core::lower::attention::take_apart),
+            tessera_core::model::specialize::Lowering {
+                before_declutter: Some(tessera_core::lower::attention::take_apart),
+                keep_axes: false,
+            },
             Plan::build,
         )?;
         let plan = Arc::new(plan);
