@@ -226,14 +226,9 @@ fn fold(arithmetic: Arithmetic, a: &Tensor, b: &Tensor) -> TractResult<Tensor> {
                     *o = arithmetic.apply(a_row[0], y);
                 }
             }
-            _ => {
-                let a_row = a_row.iter().step_by(a_step.max(1));
-                let b_row = b_row.iter().step_by(b_step.max(1));
-                let pairs = a_row.cycle().zip(b_row.cycle());
-                for (o, (&x, &y)) in row.iter_mut().zip(pairs) {
-                    *o = arithmetic.apply(x, y);
-                }
-            }
+            (0, 0) => row.fill(arithmetic.apply(a_row[0], b_row[0])),
+            // `coalesced_axes` walks the innermost axis by 0 or 1 element per step.
+            steps => anyhow::bail!("no innermost walk by {steps:?} elements"),
         }
         // Next row: odometer over the outer axes, moving each operand by its strides.
         for axis in (0..axes.len() - 1).rev() {

@@ -156,7 +156,11 @@ fn apply(patch: TypedModelPatch, target: &mut TypedModel) -> TractResult<()> {
     shunts.sort();
     for (outlet, by) in &shunts {
         let by = mapped(&mapping, by)?;
-        let successors = target.nodes[outlet.node].outputs[outlet.slot]
+        let successors = target
+            .nodes
+            .get(outlet.node)
+            .and_then(|node| node.outputs.get(outlet.slot))
+            .with_context(|| format!("a patch replaces {outlet:?}, which the graph lacks"))?
             .successors
             .clone();
         for successor in successors {
@@ -201,9 +205,12 @@ fn apply(patch: TypedModelPatch, target: &mut TypedModel) -> TractResult<()> {
             node.outputs.clear(); // drops the facts, constants included
             let inputs = std::mem::take(&mut node.inputs);
             for input in inputs {
-                target.node_mut(input.node).outputs[input.slot]
-                    .successors
-                    .retain(|s| s.node != maybe);
+                let output = target
+                    .node_mut(input.node)
+                    .outputs
+                    .get_mut(input.slot)
+                    .with_context(|| format!("{input:?} feeds a node but is no output"))?;
+                output.successors.retain(|s| s.node != maybe);
                 maybe_garbage.insert(input.node);
             }
         }

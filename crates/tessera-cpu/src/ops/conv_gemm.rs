@@ -146,6 +146,14 @@ struct Shifted {
     tiles: usize,
 }
 
+impl Shifted {
+    /// Tile `tile`'s first output row and its number of rows, of `output_rows`.
+    fn rows_of_tile(&self, tile: usize, output_rows: usize) -> (usize, usize) {
+        let first = tile * self.tile_rows;
+        (first, self.tile_rows.min(output_rows - first))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct FastConv {
     pub window: Window2d,
@@ -670,8 +678,7 @@ impl FastConv {
                  first_row,
                  rows,
              }| {
-                let first_y = tile * s.tile_rows;
-                let tile_rows = s.tile_rows.min(r.output - first_y);
+                let (first_y, tile_rows) = s.rows_of_tile(tile, r.output);
                 let span = span_of(tile_rows);
                 let sums = &mut scratch[..rows * span];
                 // Sums are `rows × span`: along positions (channels first) or along channels.
@@ -984,8 +991,7 @@ impl FastConv {
                  first_row,
                  rows,
              }| {
-                let first_y = tile * t.tile_rows;
-                let tile_rows = t.tile_rows.min(r.output - first_y);
+                let (first_y, tile_rows) = t.rows_of_tile(tile, r.output);
                 let span = (tile_rows - 1) * t.width + c.output;
                 let first = (b * self.in_channels + g * l.group_in) * plane_len;
                 let tile_input = &split[first + first_y * t.width..];
@@ -1091,8 +1097,7 @@ impl FastConv {
                  first_row,
                  rows,
              }| {
-                let first_y = tile * s.tile_rows;
-                let tile_rows = s.tile_rows.min(r.output - first_y);
+                let (first_y, tile_rows) = s.rows_of_tile(tile, r.output);
                 let span = span_of(tile_rows);
                 let (gathered, sums) = scratch.split_at_mut(l.depth * span);
                 let sums = &mut sums[..rows * span];

@@ -177,17 +177,15 @@ impl Window2d {
             crate::simd::widest(
                 #[inline(always)]
                 || {
-                    // Each output row's window rows folded into a row of the input's width; and
-                    // those rows split by column phase for strided windows.
-                    let mut folded_rows = vec![F::EMPTY; r.output * c.input];
                     // The column pass's padded rows, then its folds (see `fold_columns`).
                     let mut column_pass = vec![F::EMPTY; 2 * r.output * c.padded_width()];
-                    // Narrow planes, padded whole (their padding stays EMPTY from plane to plane).
+                    // Narrow planes are padded whole (their padding stays EMPTY from plane to
+                    // plane); the others' rows are folded into `rows.output × cols.input`.
                     let narrow = c.padded_width() <= NARROW_ROWS;
-                    let mut padded = if narrow {
+                    let mut plane_scratch = if narrow {
                         vec![F::EMPTY; r.padded_width() * c.padded_width()]
                     } else {
-                        vec![]
+                        vec![F::EMPTY; r.output * c.input]
                     };
                     let planes = planes
                         .chunks_mut(out_plane)
@@ -195,9 +193,15 @@ impl Window2d {
                         .map(|(p, out)| (&input[(first_plane + p) * in_plane..][..in_plane], out));
                     for (plane, out) in planes {
                         if narrow {
-                            fold_padded_plane::<F>(self, plane, &mut padded, &mut column_pass, out);
+                            fold_padded_plane::<F>(
+                                self,
+                                plane,
+                                &mut plane_scratch,
+                                &mut column_pass,
+                                out,
+                            );
                         } else {
-                            fold_plane::<F>(self, plane, &mut folded_rows, &mut column_pass, out);
+                            fold_plane::<F>(self, plane, &mut plane_scratch, &mut column_pass, out);
                         }
                         finish(out);
                     }
