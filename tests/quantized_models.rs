@@ -5,17 +5,18 @@
 //!
 //! An integer output must match exactly. A float output must be
 //! - **as accurate as onnxruntime's**, measured against the float model's stored output: the
-//!   largest error at most 1.25× onnxruntime's (+1e-4) and the mean error at most 1.05×
-//!   onnxruntime's (+1e-5) — a wrong zero point, scale or rounding mode fails this at once; and
+//!   largest error at most 1.25× onnxruntime's (+1e-4) and, for outputs of 16 elements or more,
+//!   the mean error at most 1.05× onnxruntime's (+1e-5) — a wrong zero point, scale or rounding
+//!   mode fails this at once; and
 //! - **one quantization step from onnxruntime's** at most: within rtol 1e-3 / atol 1e-4, or within
 //!   one step of the output's last DequantizeLinear, or within 1.25× the spread between
 //!   onnxruntime's own fused integer kernels and its plain graph on the same file — unless the
-//!   case is listed in [`ROUNDING_TIES`] with its reason.
+//!   case is listed in [`ROUNDING_TIES`] (or, on a GPU, [`GPU_ROUNDING_TIES`]) with its reason.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tessera::check::{Tolerance, read_numbered};
-use tessera::{Backend, Error, Model, QuantizedExecution, Session, Tensor};
+use tessera::{Backend, Model, QuantizedExecution, Session, Tensor};
 use tessera_conformance::{device_present, shared_dir};
 
 /// Must match `MODELS` and `VARIANTS` of tests/quantized/derive.py.
@@ -61,6 +62,20 @@ const ROUNDING_TIES: &[&str] = &[
     "mtcnn_pnet__qdq_tensor",
 ];
 
+/// Cases whose outputs part from onnxruntime's by more than a step on the GPU backends only, for
+/// the reason [`ROUNDING_TIES`] gives: checked against onnxruntime's intermediate values (every
+/// DynamicQuantizeLinear input and output made a model output), the first value off is a
+/// quantizer output off by one whose float input agrees to the reason's bound.
+const GPU_ROUNDING_TIES: &[(&str, &str)] = &[(
+    "minilm_l3_paraphrase__dynamic_s8",
+    "the embeddings' LayerNorm agrees with onnxruntime's to 4.8e-7 and one element of its \
+     quantized value is one step off",
+)];
+
+/// Outputs of fewer elements than this are held to the largest error only: their mean error is
+/// the largest again (a two-class softmax's two errors are one error).
+const MEAN_ERROR_MIN_ELEMENTS: usize = 16;
+
 /// Cases where onnxruntime's own `com.microsoft` kernels part from their definition by more than a
 /// step: onnxruntime itself, running the same nodes as DequantizeLinear → op → QuantizeLinear with
 /// no graph optimization, gives Tessera's outputs (to 5e-7) and parts from its fused kernels by the
@@ -70,24 +85,6 @@ const ORT_KERNEL_ARITHMETIC: &[(&str, &str)] = &[(
     "QLinearSoftmax/QLinearAdd/QLinearMul kernels vs their definition: 0.92 max on the hidden \
      states, onnxruntime against itself",
 )];
-
-/// Cases a backend refuses, with the operators it names (integer kernels on the GPUs).
-fn expected_refusal(case: &str, backend: Backend) -> Option<&'static str> {
-    let variant = case.split("__").nth(1).unwrap_or_default();
-    let model = case.split("__").next().unwrap_or_default();
-    // silero's LSTM sits in an If branch the quantizer does not enter: nothing is quantized.
-    if model == "silero_vad_v5" {
-        return None;
-    }
-    match (variant, backend) {
-        // The com.microsoft ops become standard ones; the integer QLinearConv/QLinearMatMul
-        // (and dynamic quantization) have no GPU kernels yet.
-        ("qoperator" | "dynamic_s8" | "dynamic_u8", Backend::Wgpu | Backend::Cuda) => {
-            Some("cannot run this model: unsupported operator(s): ")
-        }
-        _ => None,
-    }
-}
 
 /// Where scripts/derive-quantized.sh writes the suite.
 fn suite_dir() -> PathBuf {
@@ -135,9 +132,9 @@ fn names_of(outputs: &[(String, Tensor)]) -> Vec<String> {
     outputs.iter().map(|(name, _)| name.clone()).collect()
 }
 
-/// What `tessera inspect` says of a quantized case must agree with how it went on `backend`
-/// (`note`: a passing case's note): refused exactly when one of its quantized operators has no
-/// kernel there. Cases with nothing quantized (float LSTMs, silero) are not its business.
+/// What `tessera inspect` says of a quantized case must agree with how it went on `backend`: a
+/// case that ran has no quantized operator inspect calls kernel-less there. Cases with nothing
+/// quantized (float LSTMs, silero) are not its business.
 fn inspect_agrees(dir: &Path, backend: Backend, note: &str) -> Result<(), String> {
     let (info, _) = Model::inspect(dir.join("model.onnx")).map_err(|e| e.to_string())?;
     let Some(quantization) = info.quantization else {
@@ -148,15 +145,12 @@ fn inspect_agrees(dir: &Path, backend: Backend, note: &str) -> Result<(), String
         .into_iter()
         .filter(|op| tessera::quantized_execution(backend, op) == QuantizedExecution::NotRun)
         .collect();
-    match (note.starts_with("refused"), not_run.is_empty()) {
-        (true, true) => Err(format!(
-            "refused, but inspect says every quantized op runs on {backend}: {:?}",
-            quantization.computing_ops()
-        )),
-        (false, false) => Err(format!(
-            "ran, but inspect says {not_run:?} have no kernel on {backend}"
-        )),
-        _ => Ok(()),
+    if not_run.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ran ({note}), but inspect says {not_run:?} have no kernel on {backend}"
+        ))
     }
 }
 
@@ -164,33 +158,18 @@ fn inspect_agrees(dir: &Path, backend: Backend, note: &str) -> Result<(), String
 fn check_case(dir: &Path, float_dir: &Path, backend: Backend) -> Result<String, String> {
     let case = dir.file_name().unwrap().to_string_lossy().into_owned();
     let reference = read_json(&dir.join("reference.json"));
-    let outputs = match run_case(dir, backend) {
-        Ok(outputs) => outputs,
-        Err(error) => {
-            let message = error.to_string();
-            return match expected_refusal(&case, backend) {
-                Some(expected)
-                    if matches!(error, Error::UnsupportedOps { .. })
-                        && message.contains(expected) =>
-                {
-                    Ok(format!("refused as expected: {message}"))
-                }
-                _ => Err(format!("error: {message}")),
-            };
-        }
-    };
-    if let Some(expected) = expected_refusal(&case, backend) {
-        return Err(format!(
-            "ran, but was expected to be refused ({expected}…): take it off"
-        ));
-    }
+    let outputs = run_case(dir, backend).map_err(|error| format!("error: {error}"))?;
     let names = names_of(&outputs);
     let ort =
         read_numbered(&dir.join("test_data_set_0"), "output", &names).map_err(|e| e.to_string())?;
     let float = read_numbered(&float_dir.join("test_data_set_0"), "output", &names)
         .map_err(|e| e.to_string())?;
     let kernel_arithmetic = ORT_KERNEL_ARITHMETIC.iter().find(|(c, _)| *c == case);
-    let tie_allowed = ROUNDING_TIES.contains(&case.as_str()) || kernel_arithmetic.is_some();
+    let gpu_tie = GPU_ROUNDING_TIES
+        .iter()
+        .find(|(c, _)| *c == case && backend != Backend::Cpu);
+    let tie_allowed =
+        ROUNDING_TIES.contains(&case.as_str()) || kernel_arithmetic.is_some() || gpu_tie.is_some();
     let mut notes = vec![];
     for (((name, got), (_, want)), (_, float_want)) in outputs.iter().zip(&ort).zip(&float) {
         let exact = tessera::check::compare(name, got, want, Tolerance::MODELS);
@@ -220,7 +199,10 @@ fn check_case(dir: &Path, float_dir: &Path, backend: Backend) -> Result<String, 
             let f = values(float_want);
             let (ours_max, ours_mean) = errors(&g, &f);
             let (ort_max, ort_mean) = errors(&w, &f);
-            if ours_max > 1.25 * ort_max + 1e-4 || ours_mean > 1.05 * ort_mean + 1e-5 {
+            let mean_counts = g.len() >= MEAN_ERROR_MIN_ELEMENTS;
+            if ours_max > 1.25 * ort_max + 1e-4
+                || (mean_counts && ours_mean > 1.05 * ort_mean + 1e-5)
+            {
                 return Err(format!(
                     "output '{name}' is less accurate than onnxruntime's against the float model: \
                      max error {ours_max:.3e} vs {ort_max:.3e}, mean {ours_mean:.3e} vs {ort_mean:.3e}"
@@ -235,7 +217,9 @@ fn check_case(dir: &Path, float_dir: &Path, backend: Backend) -> Result<String, 
             (true, _) => {}
             (false, true) => notes.push(format!(
                 "'{name}' {diff:.2e} from onnxruntime ({})",
-                kernel_arithmetic.map_or("a rounding tie", |(_, why)| why)
+                kernel_arithmetic
+                    .or(gpu_tie)
+                    .map_or("a rounding tie", |(_, why)| why)
             )),
             (false, false) => {
                 return Err(format!(
@@ -413,15 +397,6 @@ fn check_microsoft_outputs(dir: &Path, outputs: &[(String, Tensor)]) -> Result<S
     Ok(notes.join("; "))
 }
 
-/// Cases the GPU backends refuse, and the ops they must name: dynamic quantization
-/// (DynamicQuantizeLinear), recurrent layers (tract's Scan) and reversed sequences (Downsample)
-/// have no GPU kernels yet.
-const GPU_REFUSED: &[(&str, &[&str])] = &[
-    ("DynamicQuantizeLSTM_", &["Scan", "Downsample"]),
-    ("DynamicQuantizeMatMul_", &["DynamicQuantizeLinearU8"]),
-    ("onnx", &["Scan", "Downsample"]),
-];
-
 fn microsoft_ops(backend: Backend) {
     let root = suite_dir().join("microsoft_ops");
     let manifest = read_json(&root.join("manifest.json"));
@@ -440,30 +415,16 @@ fn microsoft_ops(backend: Backend) {
         assert!(covered.iter().any(|c| c == op), "no case for {op}");
     }
     let mut failures = BTreeMap::new();
-    let mut refused = 0;
     for case in &cases {
-        let refusal = GPU_REFUSED
-            .iter()
-            .find(|(prefix, _)| case.starts_with(prefix) && backend != Backend::Cpu);
         let dir = root.join(case);
-        let outcome = match (run_case(&dir, backend), refusal) {
-            (Ok(outputs), None) => {
+        let outcome = match run_case(&dir, backend) {
+            Ok(outputs) => {
                 check_microsoft_outputs(&dir, &outputs).map(|note| format!("pass ({note})"))
             }
-            (Ok(_), Some(_)) => Err("ran: take it off GPU_REFUSED".into()),
-            (Err(Error::UnsupportedOps { ops, .. }), Some((_, allowed)))
-                if ops.iter().all(|op| allowed.contains(&op.op_type.as_str())) =>
-            {
-                let ops: Vec<String> = ops.iter().map(ToString::to_string).collect();
-                Ok(format!("refused as expected: {}", ops.join(", ")))
-            }
-            (Err(error), _) => Err(format!("error: {error}")),
+            Err(error) => Err(format!("error: {error}")),
         };
         match outcome.and_then(|note| inspect_agrees(&dir, backend, &note).map(|()| note)) {
-            Ok(note) => {
-                refused += note.starts_with("refused") as usize;
-                println!("{case} on {backend}: {note}")
-            }
+            Ok(note) => println!("{case} on {backend}: {note}"),
             Err(why) => {
                 println!("{case} on {backend}: FAIL {why}");
                 failures.insert(case.to_string(), why);
@@ -471,8 +432,7 @@ fn microsoft_ops(backend: Backend) {
         }
     }
     println!(
-        "com.microsoft quantization ops on {backend}: {} of {} cases as expected ({refused} of \
-         them refused)",
+        "com.microsoft quantization ops on {backend}: {} of {} cases pass",
         cases.len() - failures.len(),
         cases.len()
     );

@@ -12,29 +12,30 @@
 //          x_stride (element stride of the axis in x), pad_after]
 // Threads: batch * groups * ceil(out_per_group / OCB) * out_d * out_h * ceil(out_w / 4), the
 // block along w varying fastest.
+// TS_T: element word, accumulated in it (f32, or i32 for integer convolutions, which wrap).
 #define OCB TS_OCB
 
 struct Kernel {
     const u32* params;
-    f32* x;
-    f32* w;
-    f32* bias;
-    f32* y;
+    TS_T* x;
+    TS_T* w;
+    TS_T* bias;
+    TS_T* y;
 
     __device__ u32 axis_param(u32 axis, u32 field) {
         return params[10u + axis * 8u + field];
     }
 
-    __device__ f32 bias_of(u32 o) {
+    __device__ TS_T bias_of(u32 o) {
         switch (params[9]) {
             case 1u: return bias[0];
             case 2u: return bias[o];
-            default: return 0.0f;
+            default: return TS_T(0);
         }
     }
 
     // Writes output channel `o` at positions ow0.. of row (nb, od, oh).
-    __device__ void store(u32 nb, u32 o, u32 row, u32 ow0, u32 out_w, const f32* acc) {
+    __device__ void store(u32 nb, u32 o, u32 row, u32 ow0, u32 out_w, const TS_T* acc) {
         const auto channels = params[1];
         const auto spatial = params[6];
         const auto b = bias_of(o);
@@ -94,7 +95,7 @@ struct Kernel {
         // Weights of channel o0 + t start t * w_stride after those of o0.
         const auto w_stride = in_per_group * kernel_size;
         const auto w_base = o0 * w_stride;
-        f32 acc[OCB][4] = {};
+        TS_T acc[OCB][4] = {};
         for (auto kd = 0u; kd < k_d; kd++) {
             // Unsigned: a tap in the padding before the axis is below pad_d.
             const auto zd = od * stride_d + kd * dil_d;
@@ -119,9 +120,9 @@ struct Kernel {
                     if (!any) { continue; }
                     auto wi = w_h + kw;
                     for (auto c = 0u; c < in_per_group; c++) {
-                        f32 xv[4];
+                        TS_T xv[4];
                         for (auto j = 0u; j < 4u; j++) {
-                            xv[j] = inside[j] ? x[xi[j]] : 0.0f;
+                            xv[j] = inside[j] ? x[xi[j]] : TS_T(0);
                             xi[j] += x_cs;
                         }
                         for (auto t = 0u; t < OCB; t++) {
@@ -142,7 +143,7 @@ struct Kernel {
     }
 };
 
-extern "C" __global__ void tessera_main(const u32* params, f32* x, f32* w, f32* bias, f32* y) {
+extern "C" __global__ void tessera_main(const u32* params, TS_T* x, TS_T* w, TS_T* bias, TS_T* y) {
     Kernel kernel{params, x, w, bias, y};
     kernel.main_body(blockIdx, threadIdx.x, gridDim);
 }

@@ -12,12 +12,13 @@
 //          x_stride (element stride of the axis in x), pad_after]
 // Threads: batch * groups * ceil(out_per_group / OCB) * out_d * out_h * ceil(out_w / 4), the
 // block along w varying fastest.
+// {{T}}: element word, accumulated in it (f32, or i32 for integer convolutions, which wrap).
 
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<f32>;
+@group(0) @binding(1) var<storage, read> x: array<{{T}}>;
+@group(0) @binding(2) var<storage, read> w: array<{{T}}>;
 // Without a bias the runtime binds x here; bias_mode 0 never reads it.
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<storage, read> bias: array<{{T}}>;
+@group(0) @binding(4) var<storage, read_write> y: array<{{T}}>;
 
 const OCB: u32 = {{OCB}};
 
@@ -25,16 +26,16 @@ fn axis_param(axis: u32, field: u32) -> u32 {
     return params[10u + axis * 8u + field];
 }
 
-fn bias_of(o: u32) -> f32 {
+fn bias_of(o: u32) -> {{T}} {
     switch (params[9]) {
         case 1u: { return bias[0]; }
         case 2u: { return bias[o]; }
-        default: { return 0.0; }
+        default: { return {{T}}(0); }
     }
 }
 
 // Writes output channel `o` at positions ow0.. of row (nb, od, oh).
-fn store(nb: u32, o: u32, row: u32, ow0: u32, out_w: u32, acc: vec4<f32>) {
+fn store(nb: u32, o: u32, row: u32, ow0: u32, out_w: u32, acc: vec4<{{T}}>) {
     let channels = params[1];
     let spatial = params[6];
     let b = bias_of(o);
@@ -101,10 +102,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let w_stride = in_per_group * kernel_size;
     let w_base = o0 * w_stride;
     let lanes = vec4<u32>(0u, 1u, 2u, 3u);
-    var acc0 = vec4<f32>(0.0);
-    var acc1 = vec4<f32>(0.0);
-    var acc2 = vec4<f32>(0.0);
-    var acc3 = vec4<f32>(0.0);
+    var acc0 = vec4<{{T}}>({{T}}(0));
+    var acc1 = vec4<{{T}}>({{T}}(0));
+    var acc2 = vec4<{{T}}>({{T}}(0));
+    var acc3 = vec4<{{T}}>({{T}}(0));
     for (var kd = 0u; kd < k_d; kd++) {
         // Unsigned: a tap in the padding before the axis is below pad_d.
         let zd = od * stride_d + kd * dil_d;
@@ -123,8 +124,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 var xi = select(vec4<u32>(x_h), x_h + (zw - vec4<u32>(pad_w)) * xs_w, inside);
                 var wi = w_h + kw;
                 for (var c = 0u; c < in_per_group; c++) {
-                    let xv = select(vec4<f32>(0.0),
-                        vec4<f32>(x[xi.x], x[xi.y], x[xi.z], x[xi.w]), inside);
+                    let xv = select(vec4<{{T}}>({{T}}(0)),
+                        vec4<{{T}}>(x[xi.x], x[xi.y], x[xi.z], x[xi.w]), inside);
                     acc0 += w[wi] * xv;
                     if (OCB == 4u) {
                         acc1 += w[wi + w_stride] * xv;

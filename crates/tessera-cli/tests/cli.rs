@@ -389,8 +389,8 @@ fn inspect_says_whether_a_model_is_quantized_in_which_format_and_how_each_backen
             vec![
                 "quantized: yes (QOperator)",
                 "cpu   integer kernels: QLinearConv",
-                "wgpu  no kernel here (refused): QLinearConv",
-                "cuda  no kernel here (refused): QLinearConv",
+                "wgpu  integer kernels: QLinearConv",
+                "cuda  integer kernels: QLinearConv",
             ],
         ),
         (
@@ -405,7 +405,7 @@ fn inspect_says_whether_a_model_is_quantized_in_which_format_and_how_each_backen
             vec![
                 "quantized: yes (dynamic)",
                 "cpu   element-wise quantization: DynamicQuantizeLinear",
-                "wgpu  no kernel here (refused): DynamicQuantizeLinear",
+                "wgpu  element-wise quantization: DynamicQuantizeLinear",
             ],
         ),
         (example().join("model.onnx"), vec!["quantized: no"]),
@@ -439,7 +439,7 @@ fn inspect_says_whether_a_model_is_quantized_in_which_format_and_how_each_backen
     );
     assert_eq!(
         json["backends"]["wgpu"]["quantized_ops"]["QLinearConv"],
-        "not_run"
+        "integer"
     );
 }
 

@@ -234,6 +234,7 @@ impl CpuSession {
                 ops::qdq_products::integer_products(typed, model).map(|_| ())
             }),
             keep_axes: true,
+            ..Lowering::default()
         };
         let lowered = self
             .model

@@ -10,9 +10,10 @@
 //! | f16 | `f32` | widened on upload, rounded back to f16 on read-back |
 //! | i32, i16, i8 | `i32` | results of 8/16-bit arithmetic wrap to their width |
 //! | i64 | `i32` | narrowed on upload: runtime inputs outside the i32 range are an error; constants saturate (so `i64::MAX` "to the end" sentinels stay sentinels); widened on read-back. Arithmetic wraps at 32 bits. |
+//! | u64 | `u32` | narrowed on upload like i64: runtime inputs above `u32::MAX` are an error; constants saturate; widened on read-back. Arithmetic wraps at 32 bits. |
 //! | u32, u16, u8 | `u32` | results of 8/16-bit arithmetic wrap to their width |
 //! | bool | `u32` | 0 or 1 |
-//! | f64, u64 | — | not held: placement names the step (with fallback allowed, it runs on the host) |
+//! | f64 | — | not held: placement names the step (with fallback allowed, it runs on the host) |
 
 use tessera_core::DType;
 
@@ -22,8 +23,8 @@ pub fn word(dtype: DType) -> Option<&'static str> {
     match dtype {
         DType::F32 | DType::F16 => Some("f32"),
         DType::I32 | DType::I16 | DType::I8 | DType::I64 => Some("i32"),
-        DType::U32 | DType::U16 | DType::U8 | DType::Bool => Some("u32"),
-        DType::F64 | DType::U64 => None,
+        DType::U64 | DType::U32 | DType::U16 | DType::U8 | DType::Bool => Some("u32"),
+        DType::F64 => None,
     }
 }
 
@@ -45,12 +46,12 @@ pub const WORD_BYTES: usize = 4;
 
 use tessera_core::{Error, Result, Tensor, TensorData};
 
-/// How to narrow i64 values that do not fit an i32 word.
+/// How to narrow 64-bit integers that do not fit a 32-bit word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Narrowing {
     /// An error naming the tensor (runtime inputs: a wrong answer would be silent).
     Checked,
-    /// Clamp to the i32 range (constants: `i64::MAX` "to the end" sentinels stay sentinels).
+    /// Clamp to the word's range (constants: `i64::MAX` "to the end" sentinels stay sentinels).
     Saturating,
 }
 
@@ -69,32 +70,46 @@ pub fn to_words(data: &TensorData, narrowing: Narrowing, what: &str) -> Result<V
         TensorData::U16(v) => bytes(v.iter(), |&x| u32::from(x).to_le_bytes()),
         TensorData::U8(v) => bytes(v.iter(), |&x| u32::from(x).to_le_bytes()),
         TensorData::Bool(v) => bytes(v.iter(), |&x| u32::from(x).to_le_bytes()),
-        TensorData::I64(v) => {
-            let mut out = Vec::with_capacity(v.len() * WORD_BYTES);
-            for &x in v {
-                let narrowed = match (i32::try_from(x), narrowing) {
-                    (Ok(n), _) => n,
-                    (Err(_), Narrowing::Saturating) => {
-                        x.clamp(i32::MIN.into(), i32::MAX.into()) as i32
-                    }
-                    (Err(_), Narrowing::Checked) => {
-                        return Err(Error::InputMismatch(format!(
-                            "{what} holds the int64 value {x}, outside the 32-bit range GPU backends hold \
-                             int64 tensors in (every element is one 32-bit word)"
-                        )));
-                    }
-                };
-                out.extend_from_slice(&narrowed.to_le_bytes());
-            }
-            out
-        }
-        TensorData::F64(_) | TensorData::U64(_) => {
+        TensorData::I64(v) => narrowed(v, narrowing, what, "int64", |x| {
+            i32::try_from(x)
+                .map(i32::cast_unsigned)
+                .map_err(|_| x.clamp(i32::MIN.into(), i32::MAX.into()) as i32 as u32)
+        })?,
+        TensorData::U64(v) => narrowed(v, narrowing, what, "uint64", |x| {
+            u32::try_from(x).map_err(|_| u32::MAX)
+        })?,
+        TensorData::F64(_) => {
             return Err(Error::UnsupportedDtype {
                 dtype: data.dtype().to_string(),
                 context: format!("{what} on a GPU (every element is one 32-bit word)"),
             });
         }
     })
+}
+
+/// The 32-bit words of 64-bit integers: `fit` gives the word, or the saturated word when the
+/// value does not fit, which [`Narrowing::Checked`] refuses instead.
+fn narrowed<T: Copy + std::fmt::Display>(
+    values: &[T],
+    narrowing: Narrowing,
+    what: &str,
+    type_name: &str,
+    fit: impl Fn(T) -> std::result::Result<u32, u32>,
+) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(values.len() * WORD_BYTES);
+    for &x in values {
+        let word = match (fit(x), narrowing) {
+            (Ok(word), _) | (Err(word), Narrowing::Saturating) => word,
+            (Err(_), Narrowing::Checked) => {
+                return Err(Error::InputMismatch(format!(
+                    "{what} holds the {type_name} value {x}, outside the 32-bit range GPU backends hold \
+                     {type_name} tensors in (every element is one 32-bit word)"
+                )));
+            }
+        };
+        out.extend_from_slice(&word.to_le_bytes());
+    }
+    Ok(out)
 }
 
 /// A tensor of `dtype` and `shape` from its device words.
@@ -113,10 +128,11 @@ pub fn from_words(dtype: DType, shape: Vec<usize>, bytes: &[u8]) -> Result<Tenso
         DType::I16 => TensorData::I16(i().map(|x| x as i16).collect()),
         DType::I8 => TensorData::I8(i().map(|x| x as i8).collect()),
         DType::U32 => TensorData::U32(u().collect()),
+        DType::U64 => TensorData::U64(u().map(u64::from).collect()),
         DType::U16 => TensorData::U16(u().map(|x| x as u16).collect()),
         DType::U8 => TensorData::U8(u().map(|x| x as u8).collect()),
         DType::Bool => TensorData::Bool(u().map(|x| x != 0).collect()),
-        DType::F64 | DType::U64 => {
+        DType::F64 => {
             return Err(Error::UnsupportedDtype {
                 dtype: dtype.to_string(),
                 context: "GPU tensors (held as 32-bit words)".into(),
@@ -144,6 +160,7 @@ mod tests {
             Tensor::from_vec(vec![2], vec![255u8, 0]).unwrap(),
             Tensor::from_vec(vec![2], vec![true, false]).unwrap(),
             Tensor::from_vec(vec![2], vec![u32::MAX, 7]).unwrap(),
+            Tensor::from_vec(vec![2], vec![u64::from(u32::MAX), 7]).unwrap(),
         ];
         for tensor in cases {
             let words = to_words(tensor.data(), Narrowing::Checked, "x").unwrap();
@@ -167,9 +184,23 @@ mod tests {
     }
 
     #[test]
-    fn no_word_for_64_bit_types() {
+    fn uint64_above_u32_is_checked_or_saturated() {
+        let big = Tensor::from_vec(vec![2], vec![u64::MAX, 1 << 32]).unwrap();
+        let err = to_words(big.data(), Narrowing::Checked, "input 'mask'").unwrap_err();
+        assert!(err.to_string().contains("input 'mask'"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("uint64 value 18446744073709551615"),
+            "{err}"
+        );
+        let words = to_words(big.data(), Narrowing::Saturating, "c").unwrap();
+        let back = from_words(DType::U64, vec![2], &words).unwrap();
+        assert_eq!(back.as_slice::<u64>().unwrap(), &[u64::from(u32::MAX); 2]);
+    }
+
+    #[test]
+    fn no_word_for_doubles() {
         assert_eq!(word(DType::F64), None);
-        assert_eq!(word(DType::U64), None);
         let doubles = Tensor::from_vec(vec![1], vec![1.0f64]).unwrap();
         assert!(to_words(doubles.data(), Narrowing::Checked, "x").is_err());
     }

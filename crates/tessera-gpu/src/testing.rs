@@ -807,6 +807,24 @@ pub fn conv_and_pool_kernels_compile(c: &KernelCheck) {
     assert!(
         matches!(odd.launches.as_slice(), [Launch::Kernel(d)] if d.shader.defines.contains(&("OCB", "1u".into())))
     );
+    // Integer (quantized) convolutions: the direct kernel in i32 words, GEMM library or not.
+    let integer = c.check(
+        &KernelOp::Conv {
+            dtype: DType::I32,
+            window: window(&[6, 6], &[6, 6], &[3, 3], false),
+            in_channels: 4,
+            out_channels: 8,
+            group: 2,
+            has_bias: true,
+        },
+        &[
+            (&[2, 4, 6, 6], DType::I32),
+            (&[8, 2, 3, 3], DType::I32),
+            (&[8], DType::I32),
+        ],
+        &[(&[2, 8, 6, 6], DType::I32)],
+    );
+    assert_eq!(names(&integer), ["conv"]);
     let mut up = window(&[3, 3], &[6, 6], &[2, 2], false);
     up.strides = vec![2, 2];
     up.pads_before = vec![0, 0];

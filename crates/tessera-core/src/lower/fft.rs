@@ -1,13 +1,16 @@
-//! tract's `Fft` (from ONNX `DFT`) as one [`KernelOp::Dft`] step: f32 complex pairs.
+//! tract's `Fft` (from ONNX `DFT`) as one [`KernelOp::Dft`] step, and its `Stft` (from ONNX
+//! `STFT`) as the frames gathered, windowed and transformed: f32 complex pairs.
 
-use super::{Lowering, NodeFacts, Registry};
-use crate::plan::KernelOp;
+use super::{Lowering, NodeFacts, Operand, Registry};
+use crate::plan::shapes::dft_geometry;
+use crate::plan::{BinaryOp, KernelOp};
 use crate::{DType, Result};
-use tract_onnx::prelude::TypedNode;
-use tract_onnx::tract_core::ops::fft::Fft;
+use tract_onnx::prelude::{TypedNode, tensor1};
+use tract_onnx::tract_core::ops::fft::{Fft, Stft};
 
 pub(super) fn register(registry: &mut Registry) {
     registry.add::<Fft>(fft);
+    registry.add::<Stft>(stft);
 }
 
 fn fft(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
@@ -15,7 +18,7 @@ fn fft(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
         return Ok(None);
     };
     let x = facts.input(0)?;
-    if x.dtype != DType::F32 || crate::plan::shapes::dft_geometry(&x.shape, op.axis).is_none() {
+    if x.dtype != DType::F32 || dft_geometry(&x.shape, op.axis).is_none() {
         return Ok(None);
     }
     let op = KernelOp::Dft {
@@ -24,4 +27,85 @@ fn fft(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
         inverse: op.inverse,
     };
     Ok(Some(Lowering::step(op, facts)))
+}
+
+/// Frames of `frame` samples every `stride` along `axis` of complex pairs `x`: a gather of
+/// positions `f * stride + k` (`[frames, frame]`), which lays them out as tract's output, times
+/// the window (zero-padded to the frame and centred, as tract does), then a DFT along the new
+/// frame axis.
+fn stft(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
+    let Some(op) = node.op_as::<Stft>() else {
+        return Ok(None);
+    };
+    let (x, out) = (facts.input(0)?, facts.output(0)?);
+    let Some(&length) = x.shape.get(op.axis) else {
+        return Ok(None);
+    };
+    if x.dtype != DType::F32
+        || op.stride == 0
+        || op.frame == 0
+        || length < op.frame
+        || dft_geometry(&out.shape, op.axis + 1).is_none()
+    {
+        return Ok(None);
+    }
+    let frames = (length - op.frame) / op.stride + 1;
+    let positions: Vec<i64> = (0..frames)
+        .flat_map(|f| (0..op.frame).map(move |k| (f * op.stride + k) as i64))
+        .collect();
+    let mut lowering = Lowering::default();
+    let Ok(indices) = tensor1(&positions).into_shape(&[frames, op.frame]) else {
+        return Ok(None);
+    };
+    let indices = lowering.constant(indices);
+    let framed = lowering.temp(out.shape.clone(), DType::F32);
+    let gather = KernelOp::Gather {
+        dtype: DType::F32,
+        data_shape: x.shape.clone(),
+        indices_shape: vec![frames, op.frame],
+        index_dtype: DType::I64,
+        axis: op.axis,
+    };
+    lowering.push(gather, vec![Operand::In(0), indices], vec![framed]);
+    let mut spectrum_input = framed;
+    if let Some(window) = &op.window {
+        let Ok(window) = window.cast_to::<f32>() else {
+            return Ok(None);
+        };
+        let Ok(values) = window
+            .try_as_plain_ram()
+            .and_then(|w| Ok(w.as_slice::<f32>()?.to_vec()))
+        else {
+            return Ok(None);
+        };
+        if values.len() > op.frame {
+            return Ok(None);
+        }
+        let pad_left = (op.frame - values.len()) / 2;
+        let mut padded = vec![0f32; op.frame];
+        padded[pad_left..pad_left + values.len()].copy_from_slice(&values);
+        let mut shape = vec![1; out.shape.len()];
+        shape[op.axis + 1] = op.frame;
+        let Ok(window) = tensor1(&padded).into_shape(&shape) else {
+            return Ok(None);
+        };
+        let window = lowering.constant(window);
+        let windowed = lowering.temp(out.shape.clone(), DType::F32);
+        let multiply = KernelOp::Binary {
+            op: BinaryOp::Mul,
+            dtype: DType::F32,
+            a_shape: out.shape.clone(),
+            b_shape: shape,
+            out_shape: out.shape.clone(),
+        };
+        lowering.push(multiply, vec![framed, window], vec![windowed]);
+        spectrum_input = windowed;
+    }
+    let dft = KernelOp::Dft {
+        input_shape: out.shape.clone(),
+        axis: op.axis + 1,
+        inverse: false,
+    };
+    lowering.push(dft, vec![spectrum_input], vec![Operand::Out(0)]);
+    Ok(Some(lowering))
 }

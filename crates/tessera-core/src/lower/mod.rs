@@ -6,8 +6,8 @@
 //! returns a [`Lowering`] (steps, temporaries, or "this output is a view of input 0"), or
 //! `Ok(None)` for a configuration it does not handle. A node no translator takes becomes a
 //! [`KernelOp::Opaque`] step, reported by [`Plan::unsupported`] with tract's op name and the
-//! node's name. `attention.rs` is a pass on the typed graph before that: it takes tract's fused
-//! attention apart for GPU plans.
+//! node's name. `attention.rs` and `scan.rs` are passes on the typed graph before that: they
+//! take tract's fused attention apart and unroll loops for GPU plans ([`prepare_for_gpu`]).
 //!
 //! Translators are pure: they read facts and return a description; this module wires values.
 
@@ -18,8 +18,10 @@ mod fft;
 mod grid_sample;
 mod matmul;
 mod pool;
+mod quantized;
 mod reduce;
 mod resize;
+pub mod scan;
 mod shape;
 
 use crate::model::quantization::QuantizedExecution;
@@ -32,22 +34,32 @@ use tract_onnx::prelude::{DatumType, OutletId, Tensor as TractTensor, TypedModel
 use tract_onnx::tract_core::ops::konst::Const;
 use tract_onnx::tract_core::ops::source::TypedSource;
 
-/// How a GPU plan runs a quantized operator type (what the translators here take): the
-/// `com.microsoft` operators the core rewrites into standard ones and the float operators of a QDQ
-/// pattern run dequantized; integer matrix products and run-time quantization have no kernels.
-/// `tests/quantized_models.rs` checks this against what the GPU backends run and refuse.
+/// tract's typed graph made ready for a GPU plan before tract declutters it: attention taken
+/// apart ([`attention`]), loops unrolled ([`scan`]). A
+/// [`crate::model::specialize::BeforeDeclutter`] pass.
+pub fn prepare_for_gpu(
+    model: &mut TypedModel,
+    source: &crate::model::Model,
+) -> tract_onnx::prelude::TractResult<()> {
+    attention::take_apart(model, source)?;
+    scan::unroll_loops(model, source)
+}
+
+/// How a GPU plan runs a quantized operator type (what the translators here take): integer
+/// products (QLinearConv, QLinearMatMul, MatMulInteger, ConvInteger, and DynamicQuantizeMatMul
+/// and DynamicQuantizeLSTM, which the core rewrites into them, the LSTM's loop unrolled) as i32
+/// steps and DynamicQuantizeLinear element-wise (`quantized.rs`); the float operators of a QDQ
+/// pattern and the other `com.microsoft` operators, rewritten into standard ones, dequantized.
+/// `tests/quantized_models.rs` checks this against what the GPU backends run.
 pub fn quantized_execution(op: &str) -> QuantizedExecution {
     match op {
-        // Integer products (tract's quantized einsum/conv: `q_params`, not lowered); the
-        // rewrites of DynamicQuantizeMatMul and DynamicQuantizeLSTM keep a
-        // DynamicQuantizeLinear or a Scan.
         "QLinearConv"
         | "QLinearMatMul"
         | "MatMulInteger"
         | "ConvInteger"
-        | "DynamicQuantizeLinear"
         | "DynamicQuantizeMatMul"
-        | "DynamicQuantizeLSTM" => QuantizedExecution::NotRun,
+        | "DynamicQuantizeLSTM" => QuantizedExecution::Integer,
+        "DynamicQuantizeLinear" => QuantizedExecution::ElementWise,
         _ => QuantizedExecution::Dequantized,
     }
 }
@@ -92,6 +104,8 @@ pub enum Operand {
     Out(usize),
     /// Temporary `k` of the [`Lowering`].
     Temp(usize),
+    /// Constant `k` of the [`Lowering`].
+    Const(usize),
 }
 
 /// What a translator makes of one node.
@@ -99,10 +113,15 @@ pub enum Operand {
 pub struct Lowering {
     /// Temporaries (shape, dtype) the steps pass between them.
     pub temps: Vec<(Vec<usize>, DType)>,
+    /// Constants the steps read (clamp bounds, a quantizer's range ends...).
+    pub constants: Vec<Arc<TractTensor>>,
     /// Steps in order: op, inputs, outputs.
     pub steps: Vec<(KernelOp, Vec<Operand>, Vec<Operand>)>,
     /// Output 0 is a view of input 0 (no step, same bytes).
     pub view: bool,
+    /// (view, source): the first operand (an output or temporary) shares the second's bytes
+    /// under its own shape.
+    pub aliases: Vec<(Operand, Operand)>,
 }
 
 impl Lowering {
@@ -114,14 +133,30 @@ impl Lowering {
     /// One step reading the given node inputs and writing the first `outputs` outputs.
     pub fn step_on(op: KernelOp, inputs: Vec<usize>, outputs: usize) -> Lowering {
         Lowering {
-            temps: vec![],
             steps: vec![(
                 op,
                 inputs.into_iter().map(Operand::In).collect(),
                 (0..outputs).map(Operand::Out).collect(),
             )],
-            view: false,
+            ..Lowering::default()
         }
+    }
+
+    /// A new temporary of `shape` and `dtype`.
+    pub fn temp(&mut self, shape: Vec<usize>, dtype: DType) -> Operand {
+        self.temps.push((shape, dtype));
+        Operand::Temp(self.temps.len() - 1)
+    }
+
+    /// A new constant holding `tensor`.
+    pub fn constant(&mut self, tensor: TractTensor) -> Operand {
+        self.constants.push(Arc::new(tensor));
+        Operand::Const(self.constants.len() - 1)
+    }
+
+    /// Appends the step `op` from `inputs` to `outputs`.
+    pub fn push(&mut self, op: KernelOp, inputs: Vec<Operand>, outputs: Vec<Operand>) {
+        self.steps.push((op, inputs, outputs));
     }
 
     /// Output 0 shares input 0's buffer.
@@ -136,22 +171,37 @@ impl Lowering {
 /// A translator for one op type.
 pub type Translator = fn(&TypedNode, &NodeFacts) -> Result<Option<Lowering>>;
 
-/// Translators keyed by the tract op's type, tried in registration order.
+/// Translators keyed by the tract op's type (or, for op types a crate keeps private, its
+/// name), tried in registration order.
 #[derive(Default)]
-pub struct Registry(HashMap<TypeId, Vec<Translator>>);
+pub struct Registry {
+    by_type: HashMap<TypeId, Vec<Translator>>,
+    by_name: HashMap<&'static str, Vec<Translator>>,
+}
 
 impl Registry {
     /// Adds a translator for op type `O`.
     pub fn add<O: Any>(&mut self, translator: Translator) {
-        self.0
+        self.by_type
             .entry(TypeId::of::<O>())
             .or_default()
             .push(translator);
     }
 
+    /// Adds a translator for the ops tract names `name`.
+    pub fn add_named(&mut self, name: &'static str, translator: Translator) {
+        self.by_name.entry(name).or_default().push(translator);
+    }
+
     fn translators(&self, node: &TypedNode) -> &[Translator] {
         let any: &dyn Any = tract_onnx::tract_core::downcast_rs::Downcast::as_any(node.op());
-        self.0.get(&any.type_id()).map(Vec::as_slice).unwrap_or(&[])
+        if let Some(found) = self.by_type.get(&any.type_id()) {
+            return found;
+        }
+        self.by_name
+            .get(node.op().name().as_ref())
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 
     /// Every family's translators.
@@ -168,6 +218,7 @@ impl Registry {
             grid_sample::register(&mut registry);
             fft::register(&mut registry);
             shape::register(&mut registry);
+            quantized::register(&mut registry);
             registry
         })
     }
@@ -432,16 +483,37 @@ impl<'a> Builder<'a> {
                 )
             })
             .collect();
+        let mut constant_ids = vec![];
+        for (k, tensor) in lowering.constants.iter().enumerate() {
+            let dtype = dtype_of(tensor.datum_type())?;
+            let id = self.new_value(
+                format!("{}.const{k}", node.name),
+                tensor.shape().to_vec(),
+                dtype,
+                Role::Constant,
+                None,
+            );
+            self.constants.push(Constant {
+                value: id,
+                data: ConstantData(tensor.clone()),
+            });
+            constant_ids.push(id);
+        }
         let resolve = |operand: &Operand| -> Result<ValueId> {
             let found = match *operand {
                 Operand::In(k) => input_ids.get(k),
                 Operand::Out(k) => output_ids.get(k),
                 Operand::Temp(k) => temp_ids.get(k),
+                Operand::Const(k) => constant_ids.get(k),
             };
             found
                 .copied()
                 .ok_or_else(|| Error::Internal(format!("'{}': no operand {operand:?}", node.name)))
         };
+        for (view, source) in &lowering.aliases {
+            let (view, source) = (resolve(view)?, resolve(source)?);
+            self.values[view.0].alias_of = Some(source);
+        }
         for (op, inputs, outputs) in lowering.steps {
             let inputs = inputs.iter().map(resolve).collect::<Result<Vec<_>>>()?;
             let outputs = outputs.iter().map(resolve).collect::<Result<Vec<_>>>()?;

@@ -7,11 +7,11 @@
 //! Anything that keeps the bytes in order (reshapes, adding or removing unit axes, moving a unit
 //! axis, a slice covering the whole axis) becomes a view, never a copy.
 
-use super::{Lowering, NodeFacts, Registry};
-use crate::Result;
+use super::{Lowering, NodeFacts, Operand, Registry};
 use crate::plan::shapes::padded;
 use crate::plan::{KernelOp, PadMode, ScatterReduction};
-use tract_onnx::prelude::TypedNode;
+use crate::{DType, Result};
+use tract_onnx::prelude::{TypedNode, tensor1};
 use tract_onnx::tract_core::internal::DimLike;
 use tract_onnx::tract_core::ops::Downsample;
 use tract_onnx::tract_core::ops::array::{
@@ -146,10 +146,35 @@ fn downsample(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
     let Some(&dim) = facts.input(0)?.shape.get(op.axis) else {
         return Ok(None);
     };
-    if op.stride <= 0 || op.modulo > dim {
+    if op.modulo > dim || op.stride == 0 {
         return Ok(None);
     }
-    slice_step(facts, op.axis, op.modulo, dim, op.stride.unsigned_abs())
+    if op.stride > 0 {
+        return slice_step(facts, op.axis, op.modulo, dim, op.stride.unsigned_abs());
+    }
+    // A negative stride walks the axis backwards from its last element (tract rejects a
+    // modulo there): a gather of those positions.
+    if op.modulo != 0 {
+        return Ok(None);
+    }
+    let positions: Vec<i64> = (0..dim)
+        .rev()
+        .step_by(op.stride.unsigned_abs())
+        .map(|i| i as i64)
+        .collect();
+    let x = facts.input(0)?;
+    let mut lowering = Lowering::default();
+    let indices_shape = vec![positions.len()];
+    let indices = lowering.constant(tensor1(&positions));
+    let kernel = KernelOp::Gather {
+        dtype: x.dtype,
+        data_shape: x.shape.clone(),
+        indices_shape,
+        index_dtype: DType::I64,
+        axis: op.axis,
+    };
+    lowering.push(kernel, vec![Operand::In(0), indices], vec![Operand::Out(0)]);
+    Ok(Some(lowering))
 }
 
 fn tile(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {

@@ -78,6 +78,9 @@ pub struct Lowering {
     pub before_declutter: Option<BeforeDeclutter>,
     /// Leave tract's `ChangeAxes` pass out of declutter ([`super::optimizer::declutter`]).
     pub keep_axes: bool,
+    /// Fold only small shape-like inputs, and only while some input stays a run-time input:
+    /// no plan that computes the whole model from its input values at plan time.
+    pub small_folds_only: bool,
 }
 
 /// A decluttered typed graph for one input signature.
@@ -167,6 +170,15 @@ impl Model {
             if !ladder.contains(&candidate) {
                 ladder.push(candidate);
             }
+        }
+        if lowering.small_folds_only {
+            let folds_all = |f: &Folding| !f.is_empty() && f.iter().all(|&folded| folded);
+            ladder.retain(|f| {
+                f.iter()
+                    .zip(inputs)
+                    .all(|(&folded, t)| !folded || foldable(t))
+                    && !folds_all(f)
+            });
         }
         let mut first_error = None;
         for folding in ladder {

@@ -701,6 +701,7 @@ mod tests {
                 tessera_core::model::specialize::Lowering {
                     before_declutter: Some(counting_pass),
                     keep_axes: true,
+                    ..Default::default()
                 },
             )
             .expect("every product recognized");

@@ -11,6 +11,7 @@ use std::time::Duration;
 use tessera_core::model::specialize::{Folding, PlanKey};
 use tessera_core::plan::{ConstantData, Plan, PlanReport, Trace, Transfers, placement};
 use tessera_core::plan_cache::PlanCache;
+use tessera_core::tract_onnx::prelude::TypedModel;
 use tessera_core::{DType, Error, Model, Result, Tensor};
 
 /// An output's shape and dtype.
@@ -485,15 +486,33 @@ impl<G: Gpu> GpuSession<G> {
                 return Ok((entry, folding.clone()));
             }
         }
-        let (lowered, plan) = self.model.lower_then_for(
+        let lowering = |small_folds_only| tessera_core::model::specialize::Lowering {
+            before_declutter: Some(tessera_core::lower::prepare_for_gpu),
+            keep_axes: false,
+            small_folds_only,
+        };
+        // A folding of small inputs under which every step lowers comes first (training-mode
+        // Dropout lowers once its ratio is known); else the first folding that plans, whose
+        // unsupported steps placement names (or, with fallback, runs on the host).
+        let fully_lowered = |typed: &TypedModel| {
+            let plan = Plan::build(typed)?;
+            plan.require_lowered()?;
+            Ok(plan)
+        };
+        let (lowered, plan) = match self.model.lower_then_for(
             inputs,
             preferred.as_deref(),
-            tessera_core::model::specialize::Lowering {
-                before_declutter: Some(tessera_core::lower::attention::take_apart),
-                keep_axes: false,
-            },
-            Plan::build,
-        )?;
+            lowering(true),
+            fully_lowered,
+        ) {
+            Ok(found) => found,
+            Err(_) => self.model.lower_then_for(
+                inputs,
+                preferred.as_deref(),
+                lowering(false),
+                Plan::build,
+            )?,
+        };
         let plan = Arc::new(plan);
 
         // Each step is encoded once: placement reads why a step has no kernel, the compiled

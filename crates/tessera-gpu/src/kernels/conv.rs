@@ -6,7 +6,7 @@
 
 use super::{
     Dispatch, Gemm, GemmMatrix, Grid, Kernel, Launch, Operand, StepIo, Target, no_kernel, params,
-    shader, u32_param,
+    shader, u32_param, word,
 };
 use tessera_core::plan::{KernelOp, Window};
 use tessera_core::{DType, Error, Result};
@@ -117,8 +117,10 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo, target: &Target) -> Result<Kern
         ),
         _ => return Err(no_kernel(op)),
     };
-    // Like the reference: float convolutions only (f16 computes in f32 words).
-    if !matches!(dtype, DType::F32 | DType::F16) {
+    // Like the reference: float convolutions (f16 computes in f32 words), and i32 ones
+    // (quantized convolutions) where the direct kernel takes them.
+    let integer = *dtype == DType::I32 && name == "conv";
+    if !matches!(dtype, DType::F32 | DType::F16) && !integer {
         return Err(no_kernel(op));
     }
     let (in_channels, out_channels, group) = (*in_channels, *out_channels, *group);
@@ -144,6 +146,7 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo, target: &Target) -> Result<Kern
     };
     if target.gemm
         && name == "conv"
+        && !integer
         && !window.channels_last
         && let Some(kernel) = im2col_gemm(window, in_channels, out_channels, group, bias_mode)?
     {
@@ -168,6 +171,7 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo, target: &Target) -> Result<Kern
         threads = total / out_w / block * out_w.div_ceil(4);
         p[0] = u32_param(threads)?;
         defines.push(("OCB", format!("{block}u")));
+        defines.push(("T", word(*dtype)?.to_string()));
     }
     Ok(Kernel::single(Dispatch {
         shader: shader(name, defines),

@@ -251,8 +251,8 @@ fn select(
 /// The WGSL expression (on `v`, a word of `from`) converting to `to`, following the reference:
 /// floats to integers truncate toward zero and saturate at the target's range (NaN gives 0),
 /// anything to bool is `!= 0`, integers to integers wrap to the target's width. f16 is held as
-/// f32, so float-to-float is a copy (the rounding to f16 happens on read-back), and i64 is held
-/// as i32, so casts to i64 saturate (from floats) or reinterpret (from u32) at 32 bits.
+/// f32, so float-to-float is a copy (the rounding to f16 happens on read-back), and i64 (u64) is
+/// held as i32 (u32), so casts to them saturate (from floats) or reinterpret at 32 bits.
 fn cast_expr(from: DType, to: DType) -> Result<String> {
     let (source, target) = (word(from)?, word(to)?);
     if from == to {
@@ -264,7 +264,7 @@ fn cast_expr(from: DType, to: DType) -> Result<String> {
         ("f32", DType::I32 | DType::I64) => "f32_to_i32(v)".into(),
         ("f32", DType::I16) => "f32_to_narrow_i32(v, -32768.0, 32767.0)".into(),
         ("f32", DType::I8) => "f32_to_narrow_i32(v, -128.0, 127.0)".into(),
-        ("f32", DType::U32) => "f32_to_u32(v)".into(),
+        ("f32", DType::U32 | DType::U64) => "f32_to_u32(v)".into(),
         ("f32", DType::U16) => "f32_to_narrow_u32(v, 65535.0)".into(),
         ("f32", DType::U8) => "f32_to_narrow_u32(v, 255.0)".into(),
         (_, DType::F32 | DType::F16) => "f32(v)".into(),

@@ -59,7 +59,7 @@ fn lowest(dtype: DType) -> u32 {
         DType::I8 => i8::MIN as i32 as u32,
         DType::I16 => i16::MIN as i32 as u32,
         DType::I32 | DType::I64 => i32::MIN as u32,
-        DType::U8 | DType::U16 | DType::U32 | DType::Bool => 0,
+        DType::U8 | DType::U16 | DType::U32 | DType::U64 | DType::Bool => 0,
         _ => f32::NEG_INFINITY.to_bits(),
     }
 }

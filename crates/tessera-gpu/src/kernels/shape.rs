@@ -303,9 +303,9 @@ fn fill_word(dtype: DType, value: f64) -> Result<u32> {
         DType::I32 | DType::I64 => (value as i32).cast_unsigned(),
         DType::U8 => u32::from(value as u8),
         DType::U16 => u32::from(value as u16),
-        DType::U32 => value as u32,
+        DType::U32 | DType::U64 => value as u32,
         DType::Bool => u32::from(value != 0.0),
-        DType::F64 | DType::U64 => {
+        DType::F64 => {
             word(dtype)?;
             0
         }

@@ -422,6 +422,33 @@ fn catalogue() -> Vec<(&'static str, KernelOp, Vec<Tensor>)> {
         let (op, inputs) = conv(w, 16, 7, 1, Some(7), 70);
         cases.push(("conv 1x1 no batch axis", op, inputs));
     }
+    {
+        // Integer (quantized) convolutions: i32 words, blocks of 4 channels, padding.
+        let mut w = window(&[9, 10], &[3, 3]);
+        w.batch = 2;
+        w.pads_before = vec![1, 0];
+        w.pads_after = vec![1, 2];
+        conv_output(&mut w);
+        let (op, mut inputs) = conv(w, 6, 8, 2, Some(8), 75);
+        let KernelOp::Conv { window, .. } = op else {
+            unreachable!("conv makes a Conv")
+        };
+        let shapes: Vec<Vec<usize>> = inputs.iter().map(|t| t.shape().to_vec()).collect();
+        inputs = shapes
+            .iter()
+            .enumerate()
+            .map(|(k, shape)| int_tensor(shape, DType::I32, 255, 76 + k as u64))
+            .collect();
+        let op = KernelOp::Conv {
+            dtype: DType::I32,
+            window,
+            in_channels: 6,
+            out_channels: 8,
+            group: 2,
+            has_bias: true,
+        };
+        cases.push(("conv i32", op, inputs));
+    }
 
     // Transposed convolutions: window.output set by hand (the large side).
     let deconv = |w: Window, cin: usize, cout: usize, group: usize, adj: Vec<usize>, seed| {

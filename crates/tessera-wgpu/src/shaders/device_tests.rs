@@ -267,6 +267,7 @@ fn tensor(shape: &[usize], dtype: DType, values: &[f64]) -> Tensor {
         DType::U8 => TensorData::U8(values.iter().map(|&x| x as u8).collect()),
         DType::U16 => TensorData::U16(values.iter().map(|&x| x as u16).collect()),
         DType::U32 => TensorData::U32(values.iter().map(|&x| x as u32).collect()),
+        DType::U64 => TensorData::U64(values.iter().map(|&x| x as u64).collect()),
         DType::Bool => TensorData::Bool(values.iter().map(|&x| x != 0.0).collect()),
         other => panic!("no test tensors of {other}"),
     };
@@ -356,14 +357,19 @@ fn casts_match_the_reference() {
             let all = tensor(&[source.len()], from, source);
             // i64 is i32 on the device: values beyond the i32 range (after conversion to
             // `from`, which may overflow f16 to infinity) cannot round-trip, and u32 words
-            // above i32::MAX read back as negative i64.
+            // above i32::MAX read back as negative i64. u64 is u32 alike: values past u32::MAX
+            // saturate there, and negative ones wrap at 32 bits.
             let values: Vec<f64> = source
                 .iter()
                 .zip(all.data().to_f64_vec())
                 .filter(|&(_, v)| {
-                    !(to == DType::I64 || from == DType::I64)
+                    let i64_ok = !(to == DType::I64 || from == DType::I64)
                         || v.is_nan()
-                        || (-2147483648.0..2147483648.0).contains(&v)
+                        || (-2147483648.0..2147483648.0).contains(&v);
+                    let u64_ok = !(to == DType::U64 || from == DType::U64)
+                        || v.is_nan()
+                        || (0.0..4294967296.0).contains(&v);
+                    i64_ok && u64_ok
                 })
                 .map(|(&v, _)| v)
                 .collect();

@@ -2,7 +2,7 @@
 //! convolution (one matrix product, then col2im: scatter-add into the output).
 
 use super::matmul::view;
-use super::{Arg, Real, by_float, fail, map_indices, strides};
+use super::{Arg, Real, by_float, fail, from_ints, ints, map_indices, strides};
 use crate::plan::{MatLayout, Window};
 use crate::{DType, Result, TensorData};
 use ndarray::{Array2, ArrayView2};
@@ -114,42 +114,100 @@ pub(super) fn conv(
     let (Some(x), Some(w)) = (args.first(), args.get(1)) else {
         return Err(fail("Conv takes x and weights"));
     };
-    let (ig, og) = check_groups(in_channels, out_channels, group)?;
+    let geometry = (window, in_channels, out_channels, group);
+    if x.dtype() == DType::I32 {
+        // Integer convolutions (quantized ones, zero points already subtracted) accumulate in
+        // i64 and wrap to i32 like the device's words.
+        let wide = |arg: &Arg| -> Result<Vec<i64>> {
+            Ok(ints(arg.data)
+                .ok_or_else(|| fail("not integers"))?
+                .into_iter()
+                .map(|v| v as i64)
+                .collect())
+        };
+        let bias = match args.get(2) {
+            Some(b) => wide(b)?,
+            None => vec![],
+        };
+        let out = conv_in(&wide(x)?, &wide(w)?, &bias, geometry, 0i64)?;
+        let out: Vec<i128> = out.into_iter().map(i128::from).collect();
+        return from_ints(&out, out_dtype);
+    }
     by_float!(x.dtype(), "Conv", T => {
         let (xs, ws) = (T::read(x.data)?, T::read(w.data)?);
         let bias = read_bias::<T>(args, out_channels)?;
-        let gin = geometry(window, in_channels, &window.input);
-        let gout = geometry(window, out_channels, &window.output);
-        let taps = taps(window, &gin.spatial);
-        let out_positions = map_indices(&window.output, &gout.spatial, 0);
-        let (kernel, positions) = (window.kernel.iter().product::<usize>(), out_positions.len());
-        let mut out = vec![T::ZERO; window.batch * gout.batch];
-        let w_layout = MatLayout { offset: 0, batch_strides: vec![], row_stride: ig * kernel, col_stride: 1 };
-        for n in 0..window.batch {
-            for g in 0..group {
-                // im2col: row (ci, tap), column output position.
-                let mut col = Vec::with_capacity(ig * kernel * positions);
-                for ci in 0..ig {
-                    let base = n * gin.batch + (g * ig + ci) * gin.channel;
-                    col.extend(taps.iter().map(|t| t.map_or(T::ZERO, |o| xs[base + o])));
+        T::write(conv_in(&xs, &ws, &bias, geometry, T::ZERO)?, out_dtype)
+    })
+}
+
+/// The convolution of `xs` by `ws` (+ `bias`) in `T`, `zero` its zero.
+fn conv_in<T: ndarray::LinalgScalar>(
+    xs: &[T],
+    ws: &[T],
+    bias: &[T],
+    (window, in_channels, out_channels, group): (&Window, usize, usize, usize),
+    zero: T,
+) -> Result<Vec<T>> {
+    let (ig, og) = check_groups(in_channels, out_channels, group)?;
+    if bias.len() > 1 && bias.len() != out_channels {
+        return Err(fail(format!(
+            "bias has {} values for {out_channels} output channels",
+            bias.len()
+        )));
+    }
+    let gin = geometry(window, in_channels, &window.input);
+    let gout = geometry(window, out_channels, &window.output);
+    let taps = taps(window, &gin.spatial);
+    let out_positions = map_indices(&window.output, &gout.spatial, 0);
+    let (kernel, positions) = (window.kernel.iter().product::<usize>(), out_positions.len());
+    let mut out = vec![zero; window.batch * gout.batch];
+    let w_layout = MatLayout {
+        offset: 0,
+        batch_strides: vec![],
+        row_stride: ig * kernel,
+        col_stride: 1,
+    };
+    let read = |data: &[T], i: usize| {
+        data.get(i)
+            .copied()
+            .ok_or_else(|| fail("conv input out of range"))
+    };
+    for n in 0..window.batch {
+        for g in 0..group {
+            // im2col: row (ci, tap), column output position.
+            let mut col = Vec::with_capacity(ig * kernel * positions);
+            for ci in 0..ig {
+                let base = n * gin.batch + (g * ig + ci) * gin.channel;
+                for t in &taps {
+                    col.push(match t {
+                        Some(o) => read(xs, base + o)?,
+                        None => zero,
+                    });
                 }
-                let col = ArrayView2::from_shape((ig * kernel, positions), &col)
-                    .map_err(|e| fail(format!("im2col: {e}")))?;
-                let wg = view(&ws, g * og * ig * kernel, (og, ig * kernel), &w_layout)?;
-                let mut result = Array2::<T>::zeros((og, positions));
-                ndarray::linalg::general_mat_mul(T::ONE, &wg, &col, T::ZERO, &mut result);
-                for o in 0..og {
-                    let channel = g * og + o;
-                    let base = n * gout.batch + channel * gout.channel;
-                    let b = bias_of(&bias, channel);
-                    for (p, &offset) in out_positions.iter().enumerate() {
-                        out[base + offset] = result[(o, p)] + b;
-                    }
+            }
+            let col = ArrayView2::from_shape((ig * kernel, positions), &col)
+                .map_err(|e| fail(format!("im2col: {e}")))?;
+            let wg = view(ws, g * og * ig * kernel, (og, ig * kernel), &w_layout)?;
+            let mut result = Array2::<T>::zeros((og, positions));
+            ndarray::linalg::general_mat_mul(T::one(), &wg, &col, zero, &mut result);
+            for o in 0..og {
+                let channel = g * og + o;
+                let base = n * gout.batch + channel * gout.channel;
+                let b = match bias {
+                    [] => zero,
+                    [b] => *b,
+                    many => many[channel],
+                };
+                for (p, &offset) in out_positions.iter().enumerate() {
+                    let slot = out
+                        .get_mut(base + offset)
+                        .ok_or_else(|| fail("conv output out of range"))?;
+                    *slot = result[(o, p)] + b;
                 }
             }
         }
-        T::write(out, out_dtype)
-    })
+    }
+    Ok(out)
 }
 
 pub(super) fn conv_transpose(
