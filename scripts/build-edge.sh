@@ -50,7 +50,12 @@ env_target="$(echo "$target" | tr '[:lower:]-' '[:upper:]_')"
 export "CARGO_TARGET_${env_target}_LINKER=$gcc"
 export "CC_${target//-/_}=$gcc"
 # Static: musl targets are static by default; glibc needs crt-static.
-export "CARGO_TARGET_${env_target}_RUSTFLAGS=-C target-feature=+crt-static"
+rustflags="-C target-feature=+crt-static"
+# 32-bit ARM links with gold: once .text passed a Thumb-2 branch's 16 MiB reach (16.03 MiB,
+# 2026-11-28), GNU ld's long-branch veneers to static glibc's ifunc entries lost their Thumb bit
+# as above and the binary crashed before its first system call; gold's veneers keep it.
+[ "$target" = thumbv7neon-unknown-linux-gnueabihf ] && rustflags="$rustflags -C link-arg=-fuse-ld=gold"
+export "CARGO_TARGET_${env_target}_RUSTFLAGS=$rustflags"
 
 cargo build --locked --profile "$profile" --target "$target" -p tessera-cli --no-default-features \
     "${features[@]}" >&2

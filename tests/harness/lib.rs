@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use tessera::check::{Tolerance, check_data_set, data_set_dirs};
+use tessera::check::{Tolerance, check_data_set, data_set_dirs, read_numbered};
 use tessera::{Backend, Error, Session};
 
 /// Where the shared test data lives: `$TESSERA_SHARED`, else `../shared` beside the repository.
@@ -55,6 +55,9 @@ pub struct CaseResult {
     pub failure: Option<(Cause, String)>,
     /// Wall time of load and runs.
     pub elapsed: Duration,
+    /// On a GPU backend, a passing case whose plan has no step: its outputs were known when the
+    /// plan was made (a shape-only op, or every input small enough to be folded in).
+    pub no_device_step: bool,
 }
 
 fn classify(error: &Error) -> Cause {
@@ -87,9 +90,17 @@ pub fn run_case(dir: &Path, backend: Backend, tol: Tolerance) -> CaseResult {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let mut no_device_step = false;
     let failure = (|| {
         let session = Session::builder().backend(backend).load(dir.join("model.onnx")).map_err(|e| (classify(&e), e.to_string()))?;
         let data_sets = data_set_dirs(dir).map_err(|e| (Cause::OtherError, e.to_string()))?;
+        if let Some(first) = data_sets.first() {
+            let names = session.info().input_names();
+            let inputs = read_numbered(first, "input", &names).map_err(|e| (classify(&e), e.to_string()))?;
+            if let Ok(Some(report)) = session.plan_report(inputs) {
+                no_device_step = report.step_placements().is_empty();
+            }
+        }
         for data_set in data_sets {
             let check = check_data_set(&session, &data_set, tol);
             if let Some(error) = &check.error {
@@ -109,6 +120,7 @@ pub fn run_case(dir: &Path, backend: Backend, tol: Tolerance) -> CaseResult {
     })()
     .err();
     CaseResult {
+        no_device_step: no_device_step && failure.is_none(),
         name,
         failure,
         elapsed: start.elapsed(),
@@ -157,6 +169,7 @@ pub fn run_case_bounded(
                 }
             }),
             elapsed: limit,
+            no_device_step: false,
         })
 }
 
@@ -197,6 +210,13 @@ pub fn report(title: &str, results: &[CaseResult]) -> BTreeSet<String> {
         .map(|r| r.name.clone())
         .collect();
     let total = results.len();
+    let folded = results.iter().filter(|r| r.no_device_step).count();
+    if folded > 0 {
+        println!(
+            "{title}: {folded} of the passes ran no device step (outputs known when the plan was \
+             made: shape-only ops, or every input small enough to fold in)"
+        );
+    }
     println!(
         "{title}: {}/{} pass ({:.1}%); failures by cause: {}",
         passed.len(),

@@ -16,7 +16,7 @@ mod common;
 
 use common::{read_set, shared_dir};
 use tessera_core::lower::prepare_for_gpu;
-use tessera_core::model::specialize::Lowering;
+use tessera_core::model::specialize::{Folds, Lowering};
 use tessera_core::plan::KernelOp;
 use tessera_core::plan::reference::execute;
 use tessera_core::{DType, Model, Plan, Tensor};
@@ -72,7 +72,7 @@ fn check(name: &str, kind: &str, dtype: DType) -> Result<(), String> {
     let lowering = Lowering {
         before_declutter: Some(prepare_for_gpu),
         keep_axes: false,
-        small_folds_only: true,
+        folds: Folds::SmallLeavingAnInput,
     };
     let (lowered, plan) = model
         .lower_then_for(&inputs, None, lowering, |typed| {
@@ -137,4 +137,79 @@ fn ops_lowered_into_steps_plan_and_match_the_node_suite() {
         })
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// How a GPU session lowers first: graph prepared for GPUs, small inputs folded at most.
+fn gpu_lowering() -> Lowering {
+    Lowering {
+        before_declutter: Some(prepare_for_gpu),
+        keep_axes: false,
+        folds: Folds::SmallLeavingAnInput,
+    }
+}
+
+fn control_flow_model(name: &str) -> Model {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/control_flow")
+        .join(name);
+    Model::load(path).unwrap()
+}
+
+#[test]
+fn an_if_on_a_run_time_condition_runs_both_branches_and_selects() {
+    let model = control_flow_model("runtime_if.onnx");
+    let values: Vec<f32> = (0..32).map(|i| i as f32 * 0.25 - 3.0).collect();
+    for sign in [1.0f32, -1.0] {
+        let x: Vec<f32> = values.iter().map(|v| v * sign).collect();
+        let input = Tensor::from_vec(vec![2, 16], x.clone()).unwrap();
+        let (lowered, plan) = model
+            .lower_then_for(
+                std::slice::from_ref(&input),
+                None,
+                gpu_lowering(),
+                |typed| {
+                    let plan = Plan::build(typed)?;
+                    plan.require_lowered()?;
+                    Ok(plan)
+                },
+            )
+            .unwrap();
+        assert_eq!(lowered.folding, vec![false], "x must stay a run-time input");
+        assert!(
+            plan.steps.iter().any(|s| s.op.kind() == "Select"),
+            "no Select step in {:?}",
+            plan.steps.iter().map(|s| s.op.name()).collect::<Vec<_>>()
+        );
+        let out = execute(&plan, &[input]).unwrap().remove(0);
+        let positive = x.iter().sum::<f32>() > 0.0;
+        let expected: Vec<f32> = x
+            .iter()
+            .map(|v| if positive { v * 2.0 } else { v - 1.0 })
+            .collect();
+        assert_eq!(
+            out.as_slice::<f32>().unwrap(),
+            expected.as_slice(),
+            "sign {sign}"
+        );
+    }
+}
+
+#[test]
+fn a_shape_that_depends_on_values_is_refused_not_computed_when_planning() {
+    let model = control_flow_model("nonzero.onnx");
+    let input =
+        Tensor::from_vec(vec![8, 8], (0..64).map(|i| (i % 3) as f32 - 1.0).collect()).unwrap();
+    let err = model
+        .lower_then_for(
+            std::slice::from_ref(&input),
+            None,
+            gpu_lowering(),
+            Plan::build,
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("NonZero") && err.contains("depends on values computed at run time"),
+        "{err}"
+    );
 }

@@ -6,12 +6,14 @@
 //! returns a [`Lowering`] (steps, temporaries, or "this output is a view of input 0"), or
 //! `Ok(None)` for a configuration it does not handle. A node no translator takes becomes a
 //! [`KernelOp::Opaque`] step, reported by [`Plan::unsupported`] with tract's op name and the
-//! node's name. `attention.rs` and `scan.rs` are passes on the typed graph before that: they
-//! take tract's fused attention apart and unroll loops for GPU plans ([`prepare_for_gpu`]).
+//! node's name. `attention.rs`, `branches.rs` and `scan.rs` are passes on the typed graph before
+//! that: they take tract's fused attention apart, run both branches of a run-time `If`, and
+//! unroll loops for GPU plans ([`prepare_for_gpu`]).
 //!
 //! Translators are pure: they read facts and return a description; this module wires values.
 
 pub mod attention;
+pub mod branches;
 mod conv;
 mod elementwise;
 mod fft;
@@ -35,13 +37,15 @@ use tract_onnx::tract_core::ops::konst::Const;
 use tract_onnx::tract_core::ops::source::TypedSource;
 
 /// tract's typed graph made ready for a GPU plan before tract declutters it: attention taken
-/// apart ([`attention`]), loops unrolled ([`scan`]). A
+/// apart ([`attention`]), `If`s of run-time conditions run as both branches and a select
+/// ([`branches`]), loops unrolled ([`scan`]: after the branches, which may hold loops). A
 /// [`crate::model::specialize::BeforeDeclutter`] pass.
 pub fn prepare_for_gpu(
     model: &mut TypedModel,
     source: &crate::model::Model,
 ) -> tract_onnx::prelude::TractResult<()> {
     attention::take_apart(model, source)?;
+    branches::run_both(model, source)?;
     scan::unroll_loops(model, source)
 }
 
@@ -252,13 +256,18 @@ fn fact(model: &TypedModel, outlet: OutletId) -> Result<Fact> {
     let fact = model
         .outlet_fact(outlet)
         .map_err(|e| Error::Internal(format!("{e:#}")))?;
-    let shape = fact.shape.as_concrete().ok_or_else(|| Error::Prepare {
-        backend: "plan".into(),
-        message: format!(
-            "the shape of '{}' is not concrete: {:?}",
-            model.node(outlet.node).name,
-            fact.shape
-        ),
+    let shape = fact.shape.as_concrete().ok_or_else(|| {
+        let node = model.node(outlet.node);
+        Error::Prepare {
+            backend: "plan".into(),
+            message: format!(
+                "the shape of '{}' ({}) is {:?}: it depends on values computed at run time, and a \
+                 device plan needs every shape when it is made",
+                node.name,
+                node.op().name(),
+                fact.shape
+            ),
+        }
     })?;
     Ok(Fact {
         shape: shape.to_vec(),
@@ -334,9 +343,15 @@ impl<'a> Builder<'a> {
             .output_outlets()
             .map_err(|e| Error::Internal(format!("{e:#}")))?
             .to_vec();
-        let order = model
+        let mut order = model
             .eval_order()
             .map_err(|e| Error::Internal(format!("{e:#}")))?;
+        // Inputs no output depends on (a Shape of x needs only x's shape) are still fed.
+        for input in &inputs {
+            if !order.contains(&input.node) {
+                order.insert(0, input.node);
+            }
+        }
         let registry = Registry::standard();
         for id in order {
             let node = model.node(id);

@@ -78,9 +78,23 @@ pub struct Lowering {
     pub before_declutter: Option<BeforeDeclutter>,
     /// Leave tract's `ChangeAxes` pass out of declutter ([`super::optimizer::declutter`]).
     pub keep_axes: bool,
-    /// Fold only small shape-like inputs, and only while some input stays a run-time input:
-    /// no plan that computes the whole model from its input values at plan time.
-    pub small_folds_only: bool,
+    /// Which inputs may be folded in.
+    pub folds: Folds,
+}
+
+/// Which inputs a lowering may fold in as constants.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Folds {
+    /// None, then the small shape-like ones, then all (a plan then computes from the values
+    /// of the large ones when it is made, again for each new value).
+    #[default]
+    Any,
+    /// Only small shape-like inputs (at most 1024 integers or 8 floats: `MAX_FOLDED_INTEGERS`,
+    /// `MAX_FOLDED_FLOATS`).
+    Small,
+    /// Small ones, leaving at least one input to run: a plan of steps, not a model computed
+    /// when the plan is made.
+    SmallLeavingAnInput,
 }
 
 /// A decluttered typed graph for one input signature.
@@ -171,14 +185,16 @@ impl Model {
                 ladder.push(candidate);
             }
         }
-        if lowering.small_folds_only {
-            let folds_all = |f: &Folding| !f.is_empty() && f.iter().all(|&folded| folded);
-            ladder.retain(|f| {
-                f.iter()
-                    .zip(inputs)
-                    .all(|(&folded, t)| !folded || foldable(t))
-                    && !folds_all(f)
-            });
+        let folds_all = |f: &Folding| !f.is_empty() && f.iter().all(|&folded| folded);
+        let small = |f: &Folding| {
+            f.iter()
+                .zip(inputs)
+                .all(|(&folded, t)| !folded || foldable(t))
+        };
+        match lowering.folds {
+            Folds::Any => {}
+            Folds::Small => ladder.retain(small),
+            Folds::SmallLeavingAnInput => ladder.retain(|f| small(f) && !folds_all(f)),
         }
         let mut first_error = None;
         for folding in ladder {

@@ -8,7 +8,7 @@ use crate::repr::{self, Narrowing};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tessera_core::model::specialize::{Folding, PlanKey};
+use tessera_core::model::specialize::{Folding, Folds, PlanKey};
 use tessera_core::plan::{ConstantData, Plan, PlanReport, Trace, Transfers, placement};
 use tessera_core::plan_cache::PlanCache;
 use tessera_core::tract_onnx::prelude::TypedModel;
@@ -486,14 +486,17 @@ impl<G: Gpu> GpuSession<G> {
                 return Ok((entry, folding.clone()));
             }
         }
-        let lowering = |small_folds_only| tessera_core::model::specialize::Lowering {
+        // Only small shape-like inputs are folded in: a plan folding a large one would compute
+        // the model from its values on the host when the plan is made, out of placement's
+        // sight, again for each new value.
+        let lowering = |folds| tessera_core::model::specialize::Lowering {
             before_declutter: Some(tessera_core::lower::prepare_for_gpu),
             keep_axes: false,
-            small_folds_only,
+            folds,
         };
-        // A folding of small inputs under which every step lowers comes first (training-mode
-        // Dropout lowers once its ratio is known); else the first folding that plans, whose
-        // unsupported steps placement names (or, with fallback, runs on the host).
+        // A folding that leaves an input to run and under which every step lowers comes first
+        // (training-mode Dropout lowers once its ratio is known); else the first folding that
+        // plans, whose unsupported steps placement names (or, with fallback, runs on the host).
         let fully_lowered = |typed: &TypedModel| {
             let plan = Plan::build(typed)?;
             plan.require_lowered()?;
@@ -502,14 +505,14 @@ impl<G: Gpu> GpuSession<G> {
         let (lowered, plan) = match self.model.lower_then_for(
             inputs,
             preferred.as_deref(),
-            lowering(true),
+            lowering(Folds::SmallLeavingAnInput),
             fully_lowered,
         ) {
             Ok(found) => found,
             Err(_) => self.model.lower_then_for(
                 inputs,
                 preferred.as_deref(),
-                lowering(false),
+                lowering(Folds::Small),
                 Plan::build,
             )?,
         };

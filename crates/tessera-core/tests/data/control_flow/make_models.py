@@ -1,0 +1,50 @@
+"""Generates the control-flow models the GPU lowering tests use (onnx 1.23; run from this folder).
+
+runtime_if.onnx   y = If(sum(x) > 0, then: x * 2, else: x - 1), x float32[2, 16]: the
+                  condition is computed from x at run time, so no plan can know it in advance.
+nonzero.onnx      y = NonZero(Relu(x)), x float32[8, 8]: an output shape that depends on x's
+                  values.
+"""
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def save(graph, name, opset=17):
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="tessera-tests")
+    onnx.checker.check_model(model)
+    onnx.save(model, name)
+
+
+def runtime_if():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 16])
+    consts = [numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+              numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+              numpy_helper.from_array(np.array(1.0, np.float32), "one")]
+    then_out = helper.make_tensor_value_info("doubled", TensorProto.FLOAT, [2, 16])
+    else_out = helper.make_tensor_value_info("lowered", TensorProto.FLOAT, [2, 16])
+    then_branch = helper.make_graph([helper.make_node("Mul", ["x", "two"], ["doubled"])],
+                                    "then", [], [then_out])
+    else_branch = helper.make_graph([helper.make_node("Sub", ["x", "one"], ["lowered"])],
+                                    "else", [], [else_out])
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+        helper.make_node("Greater", ["total", "zero"], ["positive"]),
+        helper.make_node("If", ["positive"], ["y"], then_branch=then_branch,
+                         else_branch=else_branch),
+    ]
+    save(helper.make_graph(nodes, "runtime_if", [x], [y], consts), "runtime_if.onnx")
+
+
+def nonzero():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, [2, None])
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("NonZero", ["r"], ["y"])]
+    save(helper.make_graph(nodes, "nonzero", [x], [y]), "nonzero.onnx")
+
+
+if __name__ == "__main__":
+    runtime_if()
+    nonzero()
