@@ -7,12 +7,11 @@
 //! inlined (`ops/if_known.rs`). Branches whose outputs differ in shape or type, or a condition
 //! of more than one element, stay an `If` (a GPU plan then names it).
 
-use std::collections::HashMap;
+use super::subgraph::inline_body;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::format_err;
 use tract_onnx::tract_core::ops::change_axes::wire_with_rank_broadcast;
 use tract_onnx::tract_core::ops::logic::{IfThenElse, Iff};
-use tract_onnx::tract_core::ops::source::TypedSource;
 
 /// Rewrites every `If` of `model` with a run-time condition as both branches and a select per
 /// output, where it can (see the module's text). A
@@ -48,44 +47,16 @@ fn inline(
     outer: &[OutletId],
     prefix: &str,
 ) -> TractResult<Vec<OutletId>> {
-    let mut wires: HashMap<OutletId, OutletId> = HashMap::new();
-    for (k, inner) in body.input_outlets()?.iter().enumerate() {
-        let wire = mapping
-            .get(k)
-            .and_then(|&m| outer.get(m))
-            .ok_or_else(|| format_err!("'{prefix}': branch input {k} has no outer value"))?;
-        wires.insert(*inner, *wire);
-    }
-    for id in body.eval_order()? {
-        let node = body.node(id);
-        if node.op_is::<TypedSource>() {
-            continue;
-        }
-        let inputs = node
-            .inputs
-            .iter()
-            .map(|o| {
-                wires
-                    .get(o)
-                    .copied()
-                    .ok_or_else(|| format_err!("'{prefix}': branch wire {o:?}"))
-            })
-            .collect::<TractResult<TVec<_>>>()?;
-        let outputs =
-            patch.wire_node(format!("{prefix}.{}", node.name), node.op.clone(), &inputs)?;
-        for (slot, &outlet) in outputs.iter().enumerate() {
-            wires.insert(OutletId::new(id, slot), outlet);
-        }
-    }
-    body.output_outlets()?
+    let inputs = mapping
         .iter()
-        .map(|o| {
-            wires
-                .get(o)
+        .map(|&m| {
+            outer
+                .get(m)
                 .copied()
-                .ok_or_else(|| format_err!("'{prefix}': branch output {o:?}"))
+                .ok_or_else(|| format_err!("'{prefix}': no outer value {m}"))
         })
-        .collect()
+        .collect::<TractResult<Vec<_>>>()?;
+    inline_body(patch, body, &inputs, prefix)
 }
 
 fn both(model: &TypedModel, node: &TypedNode) -> TractResult<Option<TypedModelPatch>> {

@@ -25,6 +25,7 @@ mod reduce;
 mod resize;
 pub mod scan;
 mod shape;
+mod subgraph;
 
 use crate::model::quantization::QuantizedExecution;
 use crate::plan::{Constant, ConstantData, KernelOp, Plan, Role, Step, Value, ValueId};

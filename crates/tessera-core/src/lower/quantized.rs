@@ -152,17 +152,48 @@ fn centred(
     .0
 }
 
-/// The 8-bit result of an i32 accumulator (`acc`, shaped `shape`), written to `out`:
+/// `round_half_even(x)` in f32, in a new temporary.
+fn round_half_even(lowering: &mut Lowering, (x, shape): Broadcast) -> Broadcast {
+    let out = lowering.temp(shape.clone(), DType::F32);
+    let kernel = KernelOp::Unary {
+        op: UnaryOp::RoundHalfToEven,
+        dtype: DType::F32,
+        out_dtype: DType::F32,
+    };
+    lowering.push(kernel, vec![x], vec![out]);
+    (out, shape)
+}
+
+/// The 8-bit result of an i32 accumulator (`acc`, shaped `shape`), written to output 0:
 /// `round_half_even(acc · (scales[0] · scales[1] / scales[2])) + zero_point`, saturated to `to`.
+/// Each parameter comes with its node input slot and its broadcast view (`None`: it does not
+/// broadcast against the output); `false` (nothing appended) unless they all do and the scales
+/// are f32.
 fn requantize(
     lowering: &mut Lowering,
+    facts: &NodeFacts,
     (acc, shape): (Operand, &[usize]),
-    scales: [Broadcast; 3],
-    (zero_point, zp_shape, zp_dtype): (Operand, Vec<usize>, DType),
+    scales: [(usize, Option<Broadcast>); 3],
+    (zp_slot, zero_point): (usize, Option<Broadcast>),
     to: DType,
-    out: Operand,
-) {
-    let [a_scale, b_scale, c_scale] = scales;
+) -> Result<bool> {
+    let [
+        (a_slot, Some(a_scale)),
+        (b_slot, Some(b_scale)),
+        (c_slot, Some(c_scale)),
+    ] = scales
+    else {
+        return Ok(false);
+    };
+    let Some((zero_point, zp_shape)) = zero_point else {
+        return Ok(false);
+    };
+    for slot in [a_slot, b_slot, c_slot] {
+        if facts.input(slot)?.dtype != DType::F32 {
+            return Ok(false);
+        }
+    }
+    let zp_dtype = facts.input(zp_slot)?.dtype;
     let acc = cast(lowering, acc, shape, DType::I32, DType::F32);
     let ab = binary(lowering, BinaryOp::Mul, DType::F32, a_scale, b_scale, None);
     let abc = binary(lowering, BinaryOp::Div, DType::F32, ab, c_scale, None);
@@ -174,33 +205,22 @@ fn requantize(
         abc,
         None,
     );
-    let rounded = lowering.temp(shape.to_vec(), DType::F32);
-    lowering.push(
-        KernelOp::Unary {
-            op: UnaryOp::RoundHalfToEven,
-            dtype: DType::F32,
-            out_dtype: DType::F32,
-        },
-        vec![scaled.0],
-        vec![rounded],
-    );
+    let rounded = round_half_even(lowering, scaled);
     let zero_point = cast(lowering, zero_point, &zp_shape, zp_dtype, DType::F32);
     let shifted = binary(
         lowering,
         BinaryOp::Add,
         DType::F32,
-        (rounded, shape.to_vec()),
+        rounded,
         (zero_point, zp_shape),
         None,
     );
-    lowering.push(
-        KernelOp::Cast {
-            from: DType::F32,
-            to,
-        },
-        vec![shifted.0],
-        vec![out],
-    );
+    let kernel = KernelOp::Cast {
+        from: DType::F32,
+        to,
+    };
+    lowering.push(kernel, vec![shifted.0], vec![Operand::Out(0)]);
+    Ok(true)
 }
 
 /// Whether input `ix` is a constant of zeros only (a bias not worth a step).
@@ -307,30 +327,21 @@ fn quantized_einsum(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Loweri
     if to == DType::I32 {
         return Ok(Some(lowering));
     }
-    let (Some(a_scale), Some(b_scale), Some(c_scale), Some(c0)) = (
-        in_output(&mut lowering, 4)?,
-        in_output(&mut lowering, 6)?,
-        in_output(&mut lowering, 8)?,
-        in_output(&mut lowering, 7)?,
-    ) else {
-        return Ok(None);
-    };
-    if [4, 6, 8]
-        .iter()
-        .any(|&slot| facts.inputs[slot].dtype != DType::F32)
-    {
-        return Ok(None);
-    }
-    let c0_dtype = facts.input(7)?.dtype;
-    requantize(
+    let scales = [
+        (4, in_output(&mut lowering, 4)?),
+        (6, in_output(&mut lowering, 6)?),
+        (8, in_output(&mut lowering, 8)?),
+    ];
+    let zero_point = (7, in_output(&mut lowering, 7)?);
+    let done = requantize(
         &mut lowering,
+        facts,
         (acc, &out.shape),
-        [a_scale, b_scale, c_scale],
-        (c0.0, c0.1, c0_dtype),
+        scales,
+        zero_point,
         to,
-        Operand::Out(0),
-    );
-    Ok(Some(lowering))
+    )?;
+    Ok(done.then_some(lowering))
 }
 
 /// Quantized convolution inputs: x, kernel (OIHW), bias (i32, one per output channel or one),
@@ -416,30 +427,22 @@ fn quantized_conv(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering
     if to == DType::I32 {
         return Ok(Some(lowering));
     }
-    let (Some(x_scale), Some(k_scale), Some(y_scale), Some(y0)) = (
-        param(&mut lowering, 4, y_rank, None)?,
-        param(&mut lowering, 6, y_rank, Some(channel_axis))?,
-        param(&mut lowering, 8, y_rank, None)?,
-        param(&mut lowering, 7, y_rank, None)?,
-    ) else {
-        return Ok(None);
-    };
-    if [4, 6, 8]
-        .iter()
-        .any(|&slot| facts.inputs[slot].dtype != DType::F32)
-    {
-        return Ok(None);
-    }
     // tract combines the kernel's scale first: k_scale · x_scale / y_scale.
-    requantize(
+    let scales = [
+        (6, param(&mut lowering, 6, y_rank, Some(channel_axis))?),
+        (4, param(&mut lowering, 4, y_rank, None)?),
+        (8, param(&mut lowering, 8, y_rank, None)?),
+    ];
+    let zero_point = (7, param(&mut lowering, 7, y_rank, None)?);
+    let done = requantize(
         &mut lowering,
+        facts,
         (acc, &out.shape),
-        [k_scale, x_scale, y_scale],
-        (y0.0, y0.1, facts.input(7)?.dtype),
+        scales,
+        zero_point,
         to,
-        Operand::Out(0),
-    );
-    Ok(Some(lowering))
+    )?;
+    Ok(done.then_some(lowering))
 }
 
 /// ONNX `DynamicQuantizeLinear` (tract-onnx's op, u8): the range `[min(x, 0), max(x, 0)]` as
@@ -512,20 +515,7 @@ fn dynamic_quantize_linear(_node: &TypedNode, facts: &NodeFacts) -> Result<Optio
         scale.clone(),
         None,
     );
-    let round = |lowering: &mut Lowering, (from, shape): Broadcast| -> Broadcast {
-        let out = lowering.temp(shape.clone(), DType::F32);
-        lowering.push(
-            KernelOp::Unary {
-                op: UnaryOp::RoundHalfToEven,
-                dtype: DType::F32,
-                out_dtype: DType::F32,
-            },
-            vec![from],
-            vec![out],
-        );
-        (out, shape)
-    };
-    let zp_rounded = round(&mut lowering, zp_real);
+    let zp_rounded = round_half_even(&mut lowering, zp_real);
     // Casting to u8 saturates to 0..=255 (and takes NaN, from an all-zero x, to 0).
     let zero_point = cast(&mut lowering, zp_rounded.0, &one, DType::F32, DType::U8);
     let zp_real = cast(&mut lowering, zero_point, &one, DType::U8, DType::F32);
@@ -537,7 +527,7 @@ fn dynamic_quantize_linear(_node: &TypedNode, facts: &NodeFacts) -> Result<Optio
         scale.clone(),
         None,
     );
-    let rounded = round(&mut lowering, divided);
+    let rounded = round_half_even(&mut lowering, divided);
     let shifted = binary(
         &mut lowering,
         BinaryOp::Add,

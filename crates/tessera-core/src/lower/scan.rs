@@ -10,12 +10,12 @@
 //! than one element, or would unroll to more than [`MAX_UNROLLED_NODES`] body nodes stay
 //! loops (a GPU plan then names them).
 
+use super::subgraph::inline_body;
 use std::collections::HashMap;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::{DimLike, format_err};
 use tract_onnx::tract_core::ops::array::{Slice, TypedConcat};
 use tract_onnx::tract_core::ops::scan::{InputMapping, Scan};
-use tract_onnx::tract_core::ops::source::TypedSource;
 
 /// At most this many body nodes in all the iterations of one loop.
 pub const MAX_UNROLLED_NODES: usize = 50_000;
@@ -77,9 +77,6 @@ fn unrolled(model: &TypedModel, node: &TypedNode) -> TractResult<Option<TypedMod
             return Ok(None);
         }
     }
-    let body_inputs = body.input_outlets()?.to_vec();
-    let body_outputs = body.output_outlets()?.to_vec();
-    let order = body.eval_order()?;
     let mut patch = TypedModelPatch::new(format!("unroll loop {}", node.name));
     let taps = patch.taps(model, &node.inputs)?;
     let mut states: Vec<OutletId> = op
@@ -92,11 +89,11 @@ fn unrolled(model: &TypedModel, node: &TypedNode) -> TractResult<Option<TypedMod
     let mut scanned: HashMap<usize, Vec<OutletId>> = HashMap::new();
     let mut last_values: HashMap<usize, OutletId> = HashMap::new();
     for i in 0..iters {
-        let mut wires: HashMap<OutletId, OutletId> = HashMap::new();
         let mut next_state = states.iter();
+        let mut iteration_inputs = vec![];
         for (slot, mapping) in op.input_mapping.iter().enumerate() {
             let outer = taps[slot];
-            let wire = match mapping {
+            iteration_inputs.push(match mapping {
                 InputMapping::Full => outer,
                 InputMapping::State => *next_state
                     .next()
@@ -116,42 +113,18 @@ fn unrolled(model: &TypedModel, node: &TypedNode) -> TractResult<Option<TypedMod
                         &[outer],
                     )?[0]
                 }
-            };
-            let inner = body_inputs
-                .get(slot)
-                .ok_or_else(|| format_err!("loop '{}': no body input {slot}", node.name))?;
-            wires.insert(*inner, wire);
+            });
         }
-        for &id in &order {
-            let inner = body.node(id);
-            if inner.op_is::<TypedSource>() {
-                continue;
-            }
-            let inputs = inner
-                .inputs
-                .iter()
-                .map(|o| {
-                    wires
-                        .get(o)
-                        .copied()
-                        .ok_or_else(|| format_err!("loop '{}': body wire {o:?}", node.name))
-                })
-                .collect::<TractResult<TVec<_>>>()?;
-            let outputs = patch.wire_node(
-                format!("{}.{i}.{}", node.name, inner.name),
-                inner.op.clone(),
-                &inputs,
-            )?;
-            for (slot, &outlet) in outputs.iter().enumerate() {
-                wires.insert(OutletId::new(id, slot), outlet);
-            }
-        }
+        let outputs = inline_body(
+            &mut patch,
+            body,
+            &iteration_inputs,
+            &format!("{}.{i}", node.name),
+        )?;
         let mut new_states = vec![];
         for (ix, mapping) in op.output_mapping.iter().enumerate() {
-            let value = body_outputs
+            let value = *outputs
                 .get(ix)
-                .and_then(|o| wires.get(o))
-                .copied()
                 .ok_or_else(|| format_err!("loop '{}': body output {ix}", node.name))?;
             if let Some((slot, _)) = mapping.scan {
                 scanned.entry(slot).or_default().push(value);
