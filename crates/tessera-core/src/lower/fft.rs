@@ -8,6 +8,9 @@ use crate::{DType, Result};
 use tract_onnx::prelude::{TypedNode, tensor1};
 use tract_onnx::tract_core::ops::fft::{Fft, Stft};
 
+/// At most this many frame positions (8 bytes each) in an STFT's gather table.
+const MAX_FRAME_POSITIONS: usize = 1 << 24;
+
 pub(super) fn register(registry: &mut Registry) {
     registry.add::<Fft>(fft);
     registry.add::<Stft>(stft);
@@ -50,6 +53,14 @@ fn stft(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
         return Ok(None);
     }
     let frames = (length - op.frame) / op.stride + 1;
+    // The positions table is made here, on the host: refuse one past any sane output before
+    // allocating it (overlapping frames can make it far larger than the signal).
+    if frames
+        .checked_mul(op.frame)
+        .is_none_or(|n| n > MAX_FRAME_POSITIONS)
+    {
+        return Ok(None);
+    }
     let positions: Vec<i64> = (0..frames)
         .flat_map(|f| (0..op.frame).map(move |k| (f * op.stride + k) as i64))
         .collect();

@@ -92,14 +92,20 @@ fn unrolled(model: &TypedModel, node: &TypedNode) -> TractResult<Option<TypedMod
         let mut next_state = states.iter();
         let mut iteration_inputs = vec![];
         for (slot, mapping) in op.input_mapping.iter().enumerate() {
-            let outer = taps[slot];
+            let outer = *taps
+                .get(slot)
+                .ok_or_else(|| format_err!("loop '{}': no input {slot}", node.name))?;
             iteration_inputs.push(match mapping {
                 InputMapping::Full => outer,
                 InputMapping::State => *next_state
                     .next()
                     .ok_or_else(|| format_err!("loop '{}': a state without a value", node.name))?,
                 InputMapping::Scan(info) => {
-                    let len = facts[slot].shape[info.axis].to_usize()?;
+                    let len = facts
+                        .get(slot)
+                        .and_then(|f| f.shape.get(info.axis))
+                        .ok_or_else(|| format_err!("loop '{}': no scanned axis", node.name))?
+                        .to_usize()?;
                     let chunk = info.chunk.unsigned_abs();
                     // Backward, iteration i reads the i-th chunk from the end, in order.
                     let start = if info.chunk > 0 {
