@@ -52,8 +52,8 @@ export "CC_${target//-/_}=$gcc"
 # Static: musl targets are static by default; glibc needs crt-static.
 rustflags="-C target-feature=+crt-static"
 # 32-bit ARM links with gold: once .text passed a Thumb-2 branch's 16 MiB reach (16.03 MiB,
-# 2026-11-28), GNU ld's long-branch veneers to static glibc's ifunc entries lost their Thumb bit
-# as above and the binary crashed before its first system call; gold's veneers keep it.
+# 2026-11-28: long-branch veneers needed), the GNU ld link crashed before its first system call,
+# likely the veneer bug above; gold's link runs (docs/edge.md).
 [ "$target" = thumbv7neon-unknown-linux-gnueabihf ] && rustflags="$rustflags -C link-arg=-fuse-ld=gold"
 export "CARGO_TARGET_${env_target}_RUSTFLAGS=$rustflags"
 
