@@ -55,7 +55,7 @@ pub fn prepare_for_gpu(
 /// and DynamicQuantizeLSTM, which the core rewrites into them, the LSTM's loop unrolled) as i32
 /// steps and DynamicQuantizeLinear element-wise (`quantized.rs`); the float operators of a QDQ
 /// pattern and the other `com.microsoft` operators, rewritten into standard ones, dequantized.
-/// `tests/quantized_models.rs` checks this against what the GPU backends run.
+/// `crates/tessera-cli/tests/cli.rs` checks what `tessera inspect` says from it.
 pub fn quantized_execution(op: &str) -> QuantizedExecution {
     match op {
         "QLinearConv"

@@ -48,8 +48,6 @@ pub enum QuantizedExecution {
     Dequantized,
     /// An element-wise conversion between float and integer (run-time quantization).
     ElementWise,
-    /// No kernel on this backend: a model holding it is refused there, naming the step.
-    NotRun,
 }
 
 impl std::fmt::Display for QuantizedExecution {
@@ -61,7 +59,6 @@ impl std::fmt::Display for QuantizedExecution {
             }
             QuantizedExecution::Dequantized => "dequantized, float kernels",
             QuantizedExecution::ElementWise => "element-wise quantization",
-            QuantizedExecution::NotRun => "no kernel here (refused)",
         })
     }
 }
