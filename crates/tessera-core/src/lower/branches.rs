@@ -32,10 +32,11 @@ pub fn run_both(model: &mut TypedModel, _source: &crate::model::Model) -> TractR
                 changed = true;
             }
         }
-        model.compact()?;
         if !changed {
             return Ok(());
         }
+        // Drops the replaced `If`s, which the next round would find again.
+        model.compact()?;
     }
 }
 

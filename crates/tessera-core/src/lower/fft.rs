@@ -1,7 +1,7 @@
 //! tract's `Fft` (from ONNX `DFT`) as one [`KernelOp::Dft`] step, and its `Stft` (from ONNX
 //! `STFT`) as the frames gathered, windowed and transformed: f32 complex pairs.
 
-use super::{Lowering, NodeFacts, Operand, Registry};
+use super::{Lowering, NodeFacts, Operand, Registry, konst_values};
 use crate::plan::shapes::dft_geometry;
 use crate::plan::{BinaryOp, KernelOp};
 use crate::{DType, Result};
@@ -79,14 +79,8 @@ fn stft(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
     };
     lowering.push(gather, vec![Operand::In(0), indices], vec![framed]);
     let mut spectrum_input = framed;
-    if let Some(window) = &op.window {
-        let Ok(window) = window.cast_to::<f32>() else {
-            return Ok(None);
-        };
-        let Ok(values) = window
-            .try_as_plain_ram()
-            .and_then(|w| Ok(w.as_slice::<f32>()?.to_vec()))
-        else {
+    if op.window.is_some() {
+        let Some(values) = konst_values::<f32>(&op.window) else {
             return Ok(None);
         };
         if values.len() > op.frame {
@@ -96,7 +90,10 @@ fn stft(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
         let mut padded = vec![0f32; op.frame];
         padded[pad_left..pad_left + values.len()].copy_from_slice(&values);
         let mut shape = vec![1; out.shape.len()];
-        shape[op.axis + 1] = op.frame;
+        let Some(frame_axis) = shape.get_mut(op.axis + 1) else {
+            return Ok(None);
+        };
+        *frame_axis = op.frame;
         let Ok(window) = tensor1(&padded).into_shape(&shape) else {
             return Ok(None);
         };

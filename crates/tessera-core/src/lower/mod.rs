@@ -69,6 +69,15 @@ pub fn quantized_execution(op: &str) -> QuantizedExecution {
     }
 }
 
+/// The elements of a known tensor as `T` (cast), or `None` when it has none or does not cast.
+pub(super) fn konst_values<T: tract_onnx::prelude::Datum + Copy>(
+    tensor: &Option<Arc<TractTensor>>,
+) -> Option<Vec<T>> {
+    let cast = tensor.as_ref()?.cast_to::<T>().ok()?;
+    let plain = cast.try_as_plain_ram().ok()?;
+    plain.as_slice::<T>().ok().map(<[T]>::to_vec)
+}
+
 /// Concrete shape, dtype and (when known) value of one tensor around a node.
 #[derive(Debug, Clone)]
 pub struct Fact {
@@ -122,8 +131,6 @@ pub struct Lowering {
     pub constants: Vec<Arc<TractTensor>>,
     /// Steps in order: op, inputs, outputs.
     pub steps: Vec<(KernelOp, Vec<Operand>, Vec<Operand>)>,
-    /// Output 0 is a view of input 0 (no step, same bytes).
-    pub view: bool,
     /// (view, source): the first operand (an output or temporary) shares the second's bytes
     /// under its own shape.
     pub aliases: Vec<(Operand, Operand)>,
@@ -164,10 +171,10 @@ impl Lowering {
         self.steps.push((op, inputs, outputs));
     }
 
-    /// Output 0 shares input 0's buffer.
+    /// Output 0 shares input 0's buffer (no step, same bytes).
     pub fn view() -> Lowering {
         Lowering {
-            view: true,
+            aliases: vec![(Operand::Out(0), Operand::In(0))],
             ..Lowering::default()
         }
     }
@@ -474,16 +481,6 @@ impl<'a> Builder<'a> {
                 Role::Intermediate,
                 Some(outlet),
             ));
-        }
-        if lowering.view {
-            let (Some(&source), Some(&view)) = (input_ids.first(), output_ids.first()) else {
-                return Err(Error::Internal(format!(
-                    "view '{}' needs an input and an output",
-                    node.name
-                )));
-            };
-            self.values[view.0].alias_of = Some(source);
-            return Ok(());
         }
         let temp_ids: Vec<ValueId> = lowering
             .temps

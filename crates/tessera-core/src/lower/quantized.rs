@@ -10,7 +10,7 @@
 //! saturated either way above).
 
 use super::matmul::Product;
-use super::{Lowering, NodeFacts, Operand, Registry};
+use super::{Lowering, NodeFacts, Operand, Registry, konst_values};
 use crate::plan::shapes::padded;
 use crate::plan::{BinaryOp, KernelOp, ReduceOp, UnaryOp};
 use crate::{DType, Result};
@@ -164,51 +164,56 @@ fn round_half_even(lowering: &mut Lowering, (x, shape): Broadcast) -> Broadcast 
     (out, shape)
 }
 
-/// The 8-bit result of an i32 accumulator (`acc`, shaped `shape`), written to output 0:
-/// `round_half_even(acc · (scales[0] · scales[1] / scales[2])) + zero_point`, saturated to `to`.
-/// Each parameter comes with its node input slot and its broadcast view (`None`: it does not
-/// broadcast against the output); `false` (nothing appended) unless they all do and the scales
-/// are f32.
+/// `lowering` finished with the 8-bit result of its i32 accumulator (`acc`, shaped `shape`) in
+/// output 0: `round_half_even(acc · (a_scale · b_scale / c_scale)) + zero_point`, saturated to
+/// `to`. `slots` are the node inputs holding a_scale, b_scale, c_scale and the zero point, and
+/// `view` gives each one broadcast against the output (`None`: it does not broadcast); `None`
+/// unless they all do and the scales are f32.
 fn requantize(
-    lowering: &mut Lowering,
+    mut lowering: Lowering,
     facts: &NodeFacts,
     (acc, shape): (Operand, &[usize]),
-    scales: [(usize, Option<Broadcast>); 3],
-    (zp_slot, zero_point): (usize, Option<Broadcast>),
+    slots: [usize; 4],
     to: DType,
-) -> Result<bool> {
-    let [
-        (a_slot, Some(a_scale)),
-        (b_slot, Some(b_scale)),
-        (c_slot, Some(c_scale)),
-    ] = scales
-    else {
-        return Ok(false);
-    };
-    let Some((zero_point, zp_shape)) = zero_point else {
-        return Ok(false);
-    };
+    mut view: impl FnMut(&mut Lowering, usize) -> Result<Option<Broadcast>>,
+) -> Result<Option<Lowering>> {
+    let [a_slot, b_slot, c_slot, zp_slot] = slots;
     for slot in [a_slot, b_slot, c_slot] {
         if facts.input(slot)?.dtype != DType::F32 {
-            return Ok(false);
+            return Ok(None);
         }
     }
+    let (Some(a_scale), Some(b_scale), Some(c_scale), Some((zero_point, zp_shape))) = (
+        view(&mut lowering, a_slot)?,
+        view(&mut lowering, b_slot)?,
+        view(&mut lowering, c_slot)?,
+        view(&mut lowering, zp_slot)?,
+    ) else {
+        return Ok(None);
+    };
     let zp_dtype = facts.input(zp_slot)?.dtype;
-    let acc = cast(lowering, acc, shape, DType::I32, DType::F32);
-    let ab = binary(lowering, BinaryOp::Mul, DType::F32, a_scale, b_scale, None);
-    let abc = binary(lowering, BinaryOp::Div, DType::F32, ab, c_scale, None);
+    let acc = cast(&mut lowering, acc, shape, DType::I32, DType::F32);
+    let ab = binary(
+        &mut lowering,
+        BinaryOp::Mul,
+        DType::F32,
+        a_scale,
+        b_scale,
+        None,
+    );
+    let abc = binary(&mut lowering, BinaryOp::Div, DType::F32, ab, c_scale, None);
     let scaled = binary(
-        lowering,
+        &mut lowering,
         BinaryOp::Mul,
         DType::F32,
         (acc, shape.to_vec()),
         abc,
         None,
     );
-    let rounded = round_half_even(lowering, scaled);
-    let zero_point = cast(lowering, zero_point, &zp_shape, zp_dtype, DType::F32);
+    let rounded = round_half_even(&mut lowering, scaled);
+    let zero_point = cast(&mut lowering, zero_point, &zp_shape, zp_dtype, DType::F32);
     let shifted = binary(
-        lowering,
+        &mut lowering,
         BinaryOp::Add,
         DType::F32,
         rounded,
@@ -220,28 +225,16 @@ fn requantize(
         to,
     };
     lowering.push(kernel, vec![shifted.0], vec![Operand::Out(0)]);
-    Ok(true)
+    Ok(Some(lowering))
 }
 
 /// Whether input `ix` is a constant of zeros only (a bias not worth a step).
 fn known_zero(facts: &NodeFacts, ix: usize) -> bool {
-    facts.inputs.get(ix).is_some_and(|f| {
-        f.konst.as_ref().is_some_and(|k| {
-            let Ok(values) = k.cast_to::<f64>() else {
-                return false;
-            };
-            values
-                .try_as_plain_ram()
-                .ok()
-                .and_then(|plain| {
-                    plain
-                        .as_slice::<f64>()
-                        .ok()
-                        .map(|s| s.iter().all(|&x| x == 0.0))
-                })
-                .unwrap_or(false)
-        })
-    })
+    facts
+        .inputs
+        .get(ix)
+        .and_then(|f| konst_values::<f64>(&f.konst))
+        .is_some_and(|values| values.iter().all(|&x| x == 0.0))
 }
 
 /// Quantized einsum inputs: a, b, bias, a0, a_scale, b0, b_scale, c0, c_scale.
@@ -327,21 +320,14 @@ fn quantized_einsum(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Loweri
     if to == DType::I32 {
         return Ok(Some(lowering));
     }
-    let scales = [
-        (4, in_output(&mut lowering, 4)?),
-        (6, in_output(&mut lowering, 6)?),
-        (8, in_output(&mut lowering, 8)?),
-    ];
-    let zero_point = (7, in_output(&mut lowering, 7)?);
-    let done = requantize(
-        &mut lowering,
+    requantize(
+        lowering,
         facts,
         (acc, &out.shape),
-        scales,
-        zero_point,
+        [4, 6, 8, 7],
         to,
-    )?;
-    Ok(done.then_some(lowering))
+        in_output,
+    )
 }
 
 /// Quantized convolution inputs: x, kernel (OIHW), bias (i32, one per output channel or one),
@@ -427,22 +413,16 @@ fn quantized_conv(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering
     if to == DType::I32 {
         return Ok(Some(lowering));
     }
-    // tract combines the kernel's scale first: k_scale · x_scale / y_scale.
-    let scales = [
-        (6, param(&mut lowering, 6, y_rank, Some(channel_axis))?),
-        (4, param(&mut lowering, 4, y_rank, None)?),
-        (8, param(&mut lowering, 8, y_rank, None)?),
-    ];
-    let zero_point = (7, param(&mut lowering, 7, y_rank, None)?);
-    let done = requantize(
-        &mut lowering,
+    // tract combines the kernel's scale first: k_scale · x_scale / y_scale; only the kernel's
+    // scale may be one per output channel.
+    requantize(
+        lowering,
         facts,
         (acc, &out.shape),
-        scales,
-        zero_point,
+        [6, 4, 8, 7],
         to,
-    )?;
-    Ok(done.then_some(lowering))
+        |lowering, slot| param(lowering, slot, y_rank, (slot == 6).then_some(channel_axis)),
+    )
 }
 
 /// ONNX `DynamicQuantizeLinear` (tract-onnx's op, u8): the range `[min(x, 0), max(x, 0)]` as

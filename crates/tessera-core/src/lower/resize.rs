@@ -6,7 +6,7 @@
 //! (coordinate transforms, linear and cubic weights, antialiasing, `exclude_outside`), so a GPU
 //! reads the same taps as the cpu; only the kernel that applies it is Tessera's. f32 only.
 
-use super::{Lowering, NodeFacts, Operand, Registry};
+use super::{Lowering, NodeFacts, Operand, Registry, konst_values};
 use crate::plan::KernelOp;
 use crate::{DType, Result};
 use std::sync::Arc;
@@ -20,14 +20,6 @@ use tract_onnx_opl::resize::{self as onnx_resize, AspectRatio, CoordTransform, N
 pub(super) fn register(registry: &mut Registry) {
     registry.add::<core_resize::Resize>(core_op);
     registry.add::<onnx_resize::Resize>(onnx_op);
-}
-
-fn values<T: tract_onnx::prelude::Datum + Copy>(
-    tensor: &Option<Arc<TractTensor>>,
-) -> Option<Vec<T>> {
-    let cast = tensor.as_ref()?.cast_to::<T>().ok()?;
-    let plain = cast.try_as_plain_ram().ok()?;
-    plain.as_slice::<T>().ok().map(<[T]>::to_vec)
 }
 
 fn konst(facts: &NodeFacts, slot: Option<usize>) -> Option<Arc<TractTensor>> {
@@ -48,7 +40,8 @@ fn core_op(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
         return Ok(None);
     }
     let rank = input.shape.len();
-    let scales = values::<f32>(&konst(facts, op.optional_scales_input)).filter(|s| s.len() == rank);
+    let scales =
+        konst_values::<f32>(&konst(facts, op.optional_scales_input)).filter(|s| s.len() == rank);
     let mut axes = vec![];
     for axis in 0..rank {
         let (len_in, len_out) = (input.shape[axis], output.shape[axis]);
@@ -80,14 +73,14 @@ fn onnx_op(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
     };
     // Per-axis scale, as tract's op resolves it.
     let mut scale = vec![1.0f32; rank];
-    if let Some(s) =
-        values::<f32>(&konst(facts, op.optional_scales_input)).filter(|s| s.len() == resized.len())
+    if let Some(s) = konst_values::<f32>(&konst(facts, op.optional_scales_input))
+        .filter(|s| s.len() == resized.len())
     {
         for (&axis, s) in resized.iter().zip(s) {
             scale[axis] = s;
         }
     } else if op.keep_aspect_ratio_policy != AspectRatio::Stretch {
-        let Some(sizes) = values::<i64>(&konst(facts, op.optional_sizes_input)) else {
+        let Some(sizes) = konst_values::<i64>(&konst(facts, op.optional_sizes_input)) else {
             return Ok(None);
         };
         let ratios = resized
@@ -113,7 +106,7 @@ fn onnx_op(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Lowering>> {
     let tf_crop = op.coord_transformer == CoordTransform::TfCropAndResize;
     let mut roi = vec![(0.0f32, 1.0f32); rank];
     if tf_crop {
-        let Some(r) = values::<f32>(&konst(facts, op.optional_roi_input))
+        let Some(r) = konst_values::<f32>(&konst(facts, op.optional_roi_input))
             .filter(|r| r.len() == 2 * resized.len())
         else {
             return Ok(None);

@@ -29,12 +29,17 @@ pub fn unroll_loops(model: &mut TypedModel, _source: &crate::model::Model) -> Tr
         .filter(|n| n.op_is::<Scan>())
         .map(|n| n.id)
         .collect();
+    let mut changed = false;
     for id in loops {
         if let Some(patch) = unrolled(model, model.node(id))? {
             patch.apply(model)?;
+            changed = true;
         }
     }
-    model.compact()?;
+    // Only a graph that changed is compacted: most have no loop, and this runs per plan.
+    if changed {
+        model.compact()?;
+    }
     Ok(())
 }
 

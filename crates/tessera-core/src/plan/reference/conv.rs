@@ -196,7 +196,7 @@ fn conv_in<T: ndarray::LinalgScalar>(
                 let b = match bias {
                     [] => zero,
                     [b] => *b,
-                    many => many[channel],
+                    many => read(many, channel)?,
                 };
                 for (p, &offset) in out_positions.iter().enumerate() {
                     let slot = out
