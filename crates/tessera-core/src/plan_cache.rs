@@ -1,6 +1,7 @@
 //! A small least-recently-used cache of plans keyed by input signature ([`PlanKey`]: the input
 //! shapes and dtypes plus the values of folded inputs), shared by the backends: `cpu` keeps
-//! tract's runnable plans in it, the GPU backends their lowered [`crate::Plan`]s.
+//! tract's runnable plans in it, the GPU backends their lowered [`crate::Plan`]s (and the later
+//! stages of a staged plan by the counts they were made for: another key type `K`).
 //!
 //! The cache is a short vector searched linearly (a session sees a handful of signatures); it
 //! hands out clones, so `P` is typically an `Arc`.
@@ -9,13 +10,13 @@ use crate::model::specialize::PlanKey;
 
 /// At most `capacity` plans; inserting one more evicts the least recently used.
 #[derive(Debug)]
-pub struct PlanCache<P> {
+pub struct PlanCache<P, K = PlanKey> {
     capacity: usize,
     /// Most recently used last.
-    entries: Vec<(PlanKey, P)>,
+    entries: Vec<(K, P)>,
 }
 
-impl<P: Clone> PlanCache<P> {
+impl<P: Clone, K: PartialEq> PlanCache<P, K> {
     /// An empty cache holding at most `capacity` plans (0 keeps none).
     pub fn new(capacity: usize) -> Self {
         PlanCache {
@@ -25,7 +26,7 @@ impl<P: Clone> PlanCache<P> {
     }
 
     /// The plan for `key`, now the most recently used, if the cache holds one.
-    pub fn get(&mut self, key: &PlanKey) -> Option<P> {
+    pub fn get(&mut self, key: &K) -> Option<P> {
         let index = self.entries.iter().position(|(k, _)| k == key)?;
         let entry = self.entries.remove(index);
         let plan = entry.1.clone();
@@ -35,7 +36,7 @@ impl<P: Clone> PlanCache<P> {
 
     /// Stores `plan` for `key` as the most recently used, replacing any plan for the same key
     /// and evicting the least recently used one when full.
-    pub fn insert(&mut self, key: PlanKey, plan: P) {
+    pub fn insert(&mut self, key: K, plan: P) {
         self.entries.retain(|(k, _)| k != &key);
         if self.capacity == 0 {
             return;

@@ -16,6 +16,7 @@ mod common;
 
 use common::{read_set, shared_dir};
 use tessera_core::lower::prepare_for_gpu;
+use tessera_core::lower::stages::split;
 use tessera_core::model::specialize::{Folds, Lowering};
 use tessera_core::plan::KernelOp;
 use tessera_core::plan::reference::execute;
@@ -212,4 +213,110 @@ fn a_shape_that_depends_on_values_is_refused_not_computed_when_planning() {
         err.contains("NonZero") && err.contains("depends on values computed at run time"),
         "{err}"
     );
+}
+
+/// Runs `model` on `input` as a GPU session does when shapes depend on values (`lower/stages.rs`),
+/// with the reference interpreter: plans whole when it can, else runs the first stage, reads its
+/// counts, and plans the rest for them. Returns the outputs and how many stages ran.
+fn run_in_stages(model: &Model, inputs: &[Tensor]) -> (Vec<Tensor>, usize) {
+    let lowering = Lowering {
+        folds: Folds::Small,
+        ..gpu_lowering()
+    };
+    let lowered = model.lower_for(inputs, None, lowering).unwrap();
+    let mut feeds: Vec<Tensor> = lowered.runtime_inputs(inputs).cloned().collect();
+    let mut typed = lowered.typed;
+    for stage in 1..10 {
+        if let Ok(plan) = Plan::build(&typed) {
+            return (execute(&plan, &feeds).unwrap(), stage);
+        }
+        let stages = split(&typed).unwrap().expect("a NonZero to cut at");
+        let first = Plan::build(&stages.first).unwrap();
+        first.require_lowered().unwrap();
+        let outputs = execute(&first, &feeds).unwrap();
+        let counts: Vec<usize> = (stages.counts.iter())
+            .map(|c| outputs[c.output].as_slice::<i64>().unwrap()[0] as usize)
+            .collect();
+        feeds = (stages.passed.iter())
+            .map(|&at| {
+                match stages
+                    .counts
+                    .iter()
+                    .zip(&counts)
+                    .find(|(c, _)| c.padded == at)
+                {
+                    // The padded result's front is the op's own result.
+                    Some((c, &n)) => {
+                        let values = outputs[at].as_slice::<i64>().unwrap()[..c.width * n].to_vec();
+                        Tensor::from_vec(c.result_shape(n), values).unwrap()
+                    }
+                    None => outputs[at].clone(),
+                }
+            })
+            .collect();
+        typed = stages.rest_for(&counts).unwrap();
+    }
+    panic!("more than 10 stages");
+}
+
+#[test]
+fn shapes_that_depend_on_values_run_in_stages_planned_for_the_counts() {
+    let model = control_flow_model("nonzero_stages.onnx");
+    // Positive, negative and zero values; some above 1; then none positive at all.
+    let patterns: [fn(usize) -> f32; 3] = [
+        |i| ((i * 7) % 11) as f32 * 0.3 - 1.2,
+        |i| if i % 5 == 0 { 2.5 } else { -1.0 },
+        |_| -0.5,
+    ];
+    for pattern in patterns {
+        let x: Vec<f32> = (0..256).map(pattern).collect();
+        let input = Tensor::from_vec(vec![16, 16], x.clone()).unwrap();
+        let (outputs, stages) = run_in_stages(&model, std::slice::from_ref(&input));
+        let positive: Vec<usize> = (0..256).filter(|&i| x[i] > 0.0).collect();
+        let n = positive.len();
+        // Two NonZero, one on the other's result: three stages; when the first counts nothing,
+        // the second's input is empty and its count known when the rest is planned.
+        assert_eq!(stages, if n == 0 { 2 } else { 3 }, "{n} positive values");
+        let mut positions = vec![0i64; 2 * n];
+        for (k, &i) in positive.iter().enumerate() {
+            positions[k] = (i / 16) as i64;
+            positions[n + k] = (i % 16) as i64;
+        }
+        let picked: Vec<f32> = positive.iter().map(|&i| x[i]).collect();
+        let big: Vec<i64> = (0..n as i64)
+            .filter(|&k| picked[k as usize] > 1.0)
+            .collect();
+        let doubled: Vec<f32> = x.iter().map(|v| v * 2.0).collect();
+        assert_eq!(outputs[0].as_slice::<f32>().unwrap(), doubled.as_slice());
+        assert_eq!(outputs[1].shape(), &[2, n]);
+        assert_eq!(outputs[1].as_slice::<i64>().unwrap(), positions.as_slice());
+        assert_eq!(outputs[2].as_slice::<f32>().unwrap(), picked.as_slice());
+        assert_eq!(outputs[3].shape(), &[1, big.len()]);
+        assert_eq!(outputs[3].as_slice::<i64>().unwrap(), big.as_slice());
+    }
+}
+
+#[test]
+fn non_max_suppression_runs_in_stages_and_matches_the_node_suite() {
+    let names = [
+        "test_nonmaxsuppression_center_point_box_format",
+        "test_nonmaxsuppression_flipped_coordinates",
+        "test_nonmaxsuppression_identical_boxes",
+        "test_nonmaxsuppression_iou_threshold_boundary",
+        "test_nonmaxsuppression_limit_output_size",
+        "test_nonmaxsuppression_single_box",
+        "test_nonmaxsuppression_suppress_by_IOU",
+        "test_nonmaxsuppression_suppress_by_IOU_and_scores",
+        "test_nonmaxsuppression_two_batches",
+        "test_nonmaxsuppression_two_classes",
+    ];
+    for name in names {
+        let dir = shared_dir().join("onnx-tests/node").join(name);
+        let inputs = read_set(&dir, "input").unwrap();
+        let expected = read_set(&dir, "output").unwrap();
+        let model = Model::load(dir.join("model.onnx")).unwrap();
+        let (outputs, stages) = run_in_stages(&model, &inputs);
+        assert_eq!(stages, 2, "{name}: the selection counted, then the rest");
+        assert_eq!(outputs, expected, "{name}");
+    }
 }

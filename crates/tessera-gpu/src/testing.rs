@@ -351,6 +351,36 @@ pub fn shape_shaders_validate(c: &KernelCheck) {
             step: 1,
         };
         c.check(&op, &[(x, dtype)], &[(&[2, 2, 4], dtype)]);
+        let op = KernelOp::NonZero {
+            dtype,
+            input_shape: x.to_vec(),
+        };
+        c.check(
+            &op,
+            &[(x, dtype)],
+            &[(&[3, 24], DType::I64), (&[], DType::I64)],
+        );
+        let op = KernelOp::NonMaxSuppression {
+            dtype: DType::F32,
+            batches: 2,
+            classes: 3,
+            boxes: 5,
+            center_point_box: dtype == DType::F32,
+            has_score_threshold: true,
+        };
+        c.check(
+            &op,
+            &[
+                (&[2, 5, 4], DType::F32),
+                (&[2, 3, 5], DType::F32),
+                (&[3], DType::F32),
+            ],
+            &[
+                (&[30, 3], DType::I64),
+                (&[], DType::I64),
+                (&[5], DType::U32),
+            ],
+        );
         let op = KernelOp::Concat {
             dtype,
             axis: 1,
@@ -977,9 +1007,9 @@ pub mod sessions {
     use std::ops::Deref;
     use std::path::{Path, PathBuf};
     use std::sync::Arc;
-    use tessera_core::plan::TransferDirection;
+    use tessera_core::plan::{CopyCause, TransferDirection};
     use tessera_core::tensor::onnx_pb::read_pb;
-    use tessera_core::{Error, Model, Tensor};
+    use tessera_core::{DType, Error, Model, Tensor};
 
     /// How a backend opens sessions, and whether its device is here.
     pub trait Backend {
@@ -1181,6 +1211,106 @@ pub mod sessions {
         );
     }
 
+    /// What `nonzero_stages.onnx` gives for `x` (see its generator): doubled, positions,
+    /// picked, big_positions.
+    fn nonzero_stages_expected(x: &[f32]) -> Vec<Tensor> {
+        let positive: Vec<usize> = (0..x.len()).filter(|&i| x[i] > 0.0).collect();
+        let n = positive.len();
+        let mut positions = vec![0i64; 2 * n];
+        for (k, &i) in positive.iter().enumerate() {
+            positions[k] = (i / 16) as i64;
+            positions[n + k] = (i % 16) as i64;
+        }
+        let picked: Vec<f32> = positive.iter().map(|&i| x[i]).collect();
+        let big: Vec<i64> = (0..n as i64)
+            .filter(|&k| picked[k as usize] > 1.0)
+            .collect();
+        vec![
+            Tensor::from_vec(vec![16, 16], x.iter().map(|v| v * 2.0).collect()).unwrap(),
+            Tensor::from_vec(vec![2, n], positions).unwrap(),
+            Tensor::from_vec(vec![n], picked).unwrap(),
+            Tensor::from_vec(vec![1, big.len()], big).unwrap(),
+        ]
+    }
+
+    pub fn shapes_that_depend_on_values_run_in_stages<B: Backend>() {
+        if !B::device_here() {
+            return;
+        }
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tessera-core/tests/data/control_flow/nonzero_stages.onnx");
+        let model = Arc::new(Model::load(path).unwrap());
+        // Strict placement: every stage runs on the device.
+        let session = B::open(model, false).unwrap();
+        let patterns: [fn(usize) -> f32; 4] = [
+            |i| ((i * 7) % 11) as f32 * 0.3 - 1.2,
+            |i| if i % 5 == 0 { 2.5 } else { -1.0 },
+            |_| -0.5,
+            // The first pattern again: its later stages come from the session's cache.
+            |i| ((i * 7) % 11) as f32 * 0.3 - 1.2,
+        ];
+        for pattern in patterns {
+            let x: Vec<f32> = (0..256).map(pattern).collect();
+            let input = Tensor::from_vec(vec![16, 16], x.clone()).unwrap();
+            let outputs = session.run(vec![input.clone()]).unwrap();
+            let expected = nonzero_stages_expected(&x);
+            assert_eq!(outputs.len(), expected.len());
+            for (actual, expected) in outputs.iter().zip(&expected) {
+                // Integers and copied floats: exact.
+                assert_eq!(actual, expected);
+            }
+            // Two NonZero, one on the other's result: three stages; when the first counts
+            // nothing, the second's input is empty and its count known when planning.
+            let n = expected[1].shape()[1];
+            let stages = if n == 0 { 2 } else { 3 };
+            // Across: the input, the outputs, and a count per stage but the last (one 32-bit
+            // word each).
+            let transfers = session.last_transfers();
+            let output_bytes: usize = outputs.iter().map(|t| t.len() * 4).sum();
+            assert_eq!(
+                (
+                    transfers.input_bytes,
+                    transfers.output_bytes,
+                    transfers.fallback_bytes
+                ),
+                (256 * 4, output_bytes, 0)
+            );
+            assert_eq!(transfers.count_bytes, 4 * (stages - 1), "{transfers:?}");
+
+            let report = session.report(std::slice::from_ref(&input)).unwrap();
+            assert_eq!(report.stages().count(), stages);
+            assert!(report.stages().all(|s| s.placement.host_steps() == 0));
+            let rendered = report.render();
+            assert!(
+                rendered.contains(&format!("stage 2, planned for 'positions' (NonZero) = {n}")),
+                "{rendered}"
+            );
+            let copies = report.copy_placements();
+            let counts = copies
+                .iter()
+                .filter(|c| c.cause == CopyCause::Count)
+                .count();
+            let uploads: usize = (copies.iter())
+                .filter(|c| c.direction == TransferDirection::HostToDevice)
+                .map(|c| c.bytes)
+                .sum();
+            let read_back: usize = (copies.iter())
+                .filter(|c| c.direction == TransferDirection::DeviceToHost)
+                .filter(|c| c.cause == CopyCause::InputOutput)
+                .map(|c| c.bytes)
+                .sum();
+            assert_eq!(
+                (counts, uploads, read_back),
+                (stages - 1, 256 * 4, output_bytes),
+                "{copies:?}"
+            );
+        }
+        let error = session
+            .trace(&[Tensor::zeros(DType::F32, vec![16, 16]).unwrap()])
+            .expect_err("a staged model has no single plan to trace");
+        assert!(error.to_string().contains("runs in stages"), "{error}");
+    }
+
     pub fn int64_inputs_outside_32_bits_are_refused<B: Backend>() {
         if !B::device_here() {
             return;
@@ -1225,6 +1355,10 @@ macro_rules! gpu_session_tests {
         #[test]
         fn weights_are_uploaded_once_per_session() {
             $crate::testing::sessions::weights_are_uploaded_once_per_session::<$backend>();
+        }
+        #[test]
+        fn shapes_that_depend_on_values_run_in_stages() {
+            $crate::testing::sessions::shapes_that_depend_on_values_run_in_stages::<$backend>();
         }
         #[test]
         fn int64_inputs_outside_32_bits_are_refused() {

@@ -25,6 +25,7 @@ mod reduce;
 mod resize;
 pub mod scan;
 mod shape;
+pub mod stages;
 mod subgraph;
 
 use crate::model::quantization::QuantizedExecution;
@@ -231,6 +232,7 @@ impl Registry {
             fft::register(&mut registry);
             shape::register(&mut registry);
             quantized::register(&mut registry);
+            stages::register(&mut registry);
             registry
         })
     }

@@ -511,6 +511,33 @@ pub enum KernelOp {
         k: usize,
         largest: bool,
     },
+    /// ONNX `NonZero` into a buffer sized for the largest result (the first stage of a staged
+    /// plan, [`crate::lower::stages`]). Input: `x`. Outputs: the coordinates of the `count`
+    /// non-zero elements, row-major order, laid out as `[rank, count]` in the first
+    /// `rank · count` entries of an i64 `[rank, x.len()]` (the rest unspecified), and `count`
+    /// (an i64 scalar).
+    NonZero {
+        dtype: DType,
+        input_shape: Vec<usize>,
+    },
+    /// ONNX `NonMaxSuppression` as tract computes it (a `max_output_boxes_per_class` of 0
+    /// selects without limit), into a buffer sized for the largest result (the first stage of a
+    /// staged plan). Per batch and class, boxes scoring above the threshold are taken in
+    /// descending score order (equal scores by index) unless their IoU with one already taken
+    /// exceeds the IoU threshold. Inputs: `boxes` `[batches, boxes, 4]`, `scores` `[batches,
+    /// classes, boxes]`, and `arguments` (f32 `[3]`: `max_output_boxes_per_class`,
+    /// `iou_threshold`, `score_threshold`, the last read only with `has_score_threshold`).
+    /// Outputs: the selected `(batch, class, box)` rows first in an i64
+    /// `[batches · classes · boxes, 3]` (the rest unspecified), their count (an i64 scalar), and
+    /// a work buffer of `max(boxes, 1)` u32 (left zeroed).
+    NonMaxSuppression {
+        dtype: DType,
+        batches: usize,
+        classes: usize,
+        boxes: usize,
+        center_point_box: bool,
+        has_score_threshold: bool,
+    },
     /// The tail of an LSTM cell. Inputs: gate pre-activations `[rows, 4*hidden]` (order i, o,
     /// f, c) and the previous cell state `[rows, hidden]`. Outputs: `h`, `c`, each like the state.
     LstmEpilogue { dtype: DType, hidden: usize },

@@ -26,7 +26,8 @@ pub use kernel::{
 pub use memory::MemoryPlan;
 pub use placement::{Device, Placement, Transfer, TransferDirection};
 pub use report::{
-    CopyCause, CopyPlacement, DeviceMemory, PlanReport, StepPlacement, Trace, Transfers,
+    CopyCause, CopyPlacement, CountRead, DeviceMemory, NextStage, PlanReport, StepPlacement, Trace,
+    Transfers,
 };
 
 use crate::error::UnsupportedOp;

@@ -14,12 +14,24 @@ pub struct Transfers {
     pub output_bytes: usize,
     /// Copies at host-fallback boundaries (both directions).
     pub fallback_bytes: usize,
+    /// Counts read back to plan the next stage of a staged plan (data-dependent shapes:
+    /// [`crate::lower::stages`]).
+    pub count_bytes: usize,
 }
 
 impl Transfers {
     /// Every byte that crossed between host and device.
     pub fn total(&self) -> usize {
-        self.input_bytes + self.output_bytes + self.fallback_bytes
+        self.input_bytes + self.output_bytes + self.fallback_bytes + self.count_bytes
+    }
+}
+
+impl std::ops::AddAssign for Transfers {
+    fn add_assign(&mut self, other: Transfers) {
+        self.input_bytes += other.input_bytes;
+        self.output_bytes += other.output_bytes;
+        self.fallback_bytes += other.fallback_bytes;
+        self.count_bytes += other.count_bytes;
     }
 }
 
@@ -75,6 +87,29 @@ pub struct PlanReport {
     pub memory: DeviceMemory,
     #[serde(skip)]
     pub plan: Arc<Plan>,
+    /// A staged plan's next stage (data-dependent shapes, [`crate::lower::stages`]): the counts
+    /// read back after this one, and the plan made for them. This stage's outputs that it
+    /// reads stay on the device.
+    pub next: Option<Box<NextStage>>,
+}
+
+/// The stage after a count read back.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NextStage {
+    pub counts: Vec<CountRead>,
+    pub report: PlanReport,
+}
+
+/// One count a staged plan reads back between two stages.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CountRead {
+    /// The data-dependent node (`NonZero`).
+    pub node: String,
+    pub op: String,
+    /// What it counted in the run the report was made from.
+    pub count: usize,
+    /// Bytes read back.
+    pub bytes: usize,
 }
 
 /// Where one step runs, as data (`session.placement()` in browsers; `render` prints these).
@@ -110,11 +145,26 @@ pub enum CopyCause {
     InputOutput,
     /// A step on the host (fallback).
     Fallback,
+    /// A count a staged plan needs to plan its next stage (data-dependent shapes).
+    Count,
 }
 
 impl PlanReport {
-    /// Every step: where it runs, and why when on the host.
+    /// Every step of every stage: where it runs, and why when on the host.
     pub fn step_placements(&self) -> Vec<StepPlacement> {
+        let mut steps = self.stage_step_placements();
+        if let Some(next) = &self.next {
+            steps.extend(next.report.step_placements());
+        }
+        steps
+    }
+
+    /// The stages in order: this one, then each next one.
+    pub fn stages(&self) -> impl Iterator<Item = &PlanReport> {
+        std::iter::successors(Some(self), |r| r.next.as_ref().map(|n| &n.report))
+    }
+
+    fn stage_step_placements(&self) -> Vec<StepPlacement> {
         let plan = &self.plan;
         plan.steps
             .iter()
@@ -148,8 +198,29 @@ impl PlanReport {
             .collect()
     }
 
-    /// Every copy of a run: graph inputs and outputs first, then those fallback causes.
+    /// Every copy of a run: per stage, graph inputs and outputs first, then those fallback
+    /// causes, then the counts read back for the next stage (`before_step` counts the steps of
+    /// every stage before).
     pub fn copy_placements(&self) -> Vec<CopyPlacement> {
+        let mut copies = vec![];
+        let mut steps_before = 0;
+        for stage in self.stages() {
+            copies.extend(stage.stage_copy_placements(steps_before));
+            steps_before += stage.plan.steps.len();
+            if let Some(next) = &stage.next {
+                copies.extend(next.counts.iter().map(|count| CopyPlacement {
+                    value: count.node.clone(),
+                    bytes: count.bytes,
+                    direction: TransferDirection::DeviceToHost,
+                    before_step: steps_before,
+                    cause: CopyCause::Count,
+                }));
+            }
+        }
+        copies
+    }
+
+    fn stage_copy_placements(&self, steps_before: usize) -> Vec<CopyPlacement> {
         let io = (self.placement.io_transfers.iter()).map(|t| (t, CopyCause::InputOutput));
         let fallback = (self.placement.fallback_transfers.iter()).map(|t| (t, CopyCause::Fallback));
         io.chain(fallback)
@@ -159,38 +230,57 @@ impl PlanReport {
                     .unwrap_or_default(),
                 bytes: transfer.bytes,
                 direction: transfer.direction,
-                before_step: transfer.before_step,
+                before_step: steps_before + transfer.before_step,
                 cause,
             })
             .collect()
     }
 
-    /// A table of every step (device or host, with the reason), then every copy.
+    /// A table of every step (device or host, with the reason), then every copy. A staged plan
+    /// lists its stages in order, each under the counts it was planned for.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let steps = self.step_placements();
-        let host = self.placement.host_steps();
+        let stages: Vec<&PlanReport> = self.stages().collect();
+        let steps: usize = stages.iter().map(|s| s.plan.steps.len()).sum();
+        let host: usize = stages.iter().map(|s| s.placement.host_steps()).sum();
+        let staged = if stages.len() > 1 {
+            format!(
+                ", in {} stages (shapes that depend on values computed at run time: each stage \
+                 is planned for the counts read back before it)",
+                stages.len()
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "placement on {} ({}): {} step(s), {} on the device, {} on the host",
+            "placement on {} ({}): {steps} step(s), {} on the device, {host} on the host{staged}",
             self.backend,
             self.device,
-            steps.len(),
-            steps.len() - host,
-            host
+            steps - host,
         );
-        for (ix, step) in steps.iter().enumerate() {
-            let place = match &step.why {
-                None => step.runs_on.clone(),
-                Some(why) => format!("HOST ({why})"),
-            };
-            let _ = writeln!(
-                out,
-                "  {ix:>4}  {:<24} {:<32} -> {:<28} {place}",
-                step.op,
-                step.node,
-                step.outputs.join(", ")
-            );
+        let mut ix = 0;
+        for (k, stage) in stages.iter().enumerate() {
+            if let Some(before) = k.checked_sub(1).and_then(|b| stages[b].next.as_ref()) {
+                let counts: Vec<String> = (before.counts.iter())
+                    .map(|c| format!("'{}' ({}) = {}", c.node, c.op, c.count))
+                    .collect();
+                let _ = writeln!(out, "  stage {}, planned for {}:", k + 1, counts.join(", "));
+            }
+            for step in stage.stage_step_placements() {
+                let place = match &step.why {
+                    None => step.runs_on.clone(),
+                    Some(why) => format!("HOST ({why})"),
+                };
+                let _ = writeln!(
+                    out,
+                    "  {ix:>4}  {:<24} {:<32} -> {:<28} {place}",
+                    step.op,
+                    step.node,
+                    step.outputs.join(", ")
+                );
+                ix += 1;
+            }
         }
         let _ = writeln!(out, "copies between host and device per run:");
         for copy in self.copy_placements() {
@@ -201,6 +291,7 @@ impl PlanReport {
             let kind = match copy.cause {
                 CopyCause::Fallback => "FALLBACK",
                 CopyCause::InputOutput => "graph input/output",
+                CopyCause::Count => "count that shapes the next stage",
             };
             let _ = writeln!(
                 out,
@@ -208,18 +299,25 @@ impl PlanReport {
                 copy.value, copy.bytes, copy.before_step
             );
         }
-        let m = &self.memory;
-        let _ = writeln!(
-            out,
-            "device memory: {} total = arena {} (largest live set {}, ratio {:.2}) + inputs {} + weights {} + other {}",
-            mib(m.total()),
-            mib(m.arena),
-            mib(m.peak_live),
-            m.arena_ratio(),
-            mib(m.inputs),
-            mib(m.constants),
-            mib(m.other)
-        );
+        for (k, stage) in stages.iter().enumerate() {
+            let m = &stage.memory;
+            let which = if stages.len() > 1 {
+                format!(" (stage {})", k + 1)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "device memory{which}: {} total = arena {} (largest live set {}, ratio {:.2}) + inputs {} + weights {} + other {}",
+                mib(m.total()),
+                mib(m.arena),
+                mib(m.peak_live),
+                m.arena_ratio(),
+                mib(m.inputs),
+                mib(m.constants),
+                mib(m.other)
+            );
+        }
         out
     }
 }

@@ -764,6 +764,44 @@ pub fn output_shapes(
             shape[*axis] = *k;
             Ok(Some(vec![(shape.clone(), *dtype), (shape, DType::I64)]))
         }
+        KernelOp::NonZero { dtype, input_shape } => {
+            arity(op, inputs, 1..=1)?;
+            expect_shape(op, "x", first(0)?.0, input_shape)?;
+            if first(0)?.1 != *dtype {
+                return Err(bad(
+                    op,
+                    format!("x is {}, the op says {dtype}", first(0)?.1),
+                ));
+            }
+            let bound: usize = input_shape.iter().product();
+            Ok(Some(vec![
+                (vec![input_shape.len(), bound], DType::I64),
+                (vec![], DType::I64),
+            ]))
+        }
+        KernelOp::NonMaxSuppression {
+            dtype,
+            batches,
+            classes,
+            boxes,
+            ..
+        } => {
+            arity(op, inputs, 3..=3)?;
+            expect_shape(op, "boxes", first(0)?.0, &[*batches, *boxes, 4])?;
+            expect_shape(op, "scores", first(1)?.0, &[*batches, *classes, *boxes])?;
+            expect_shape(op, "arguments", first(2)?.0, &[3])?;
+            if first(0)?.1 != *dtype || first(1)?.1 != *dtype || first(2)?.1 != DType::F32 {
+                return Err(bad(
+                    op,
+                    format!("boxes and scores must be {dtype}, arguments f32"),
+                ));
+            }
+            Ok(Some(vec![
+                (vec![batches * classes * boxes, 3], DType::I64),
+                (vec![], DType::I64),
+                (vec![(*boxes).max(1)], DType::U32),
+            ]))
+        }
         KernelOp::LstmEpilogue { dtype, hidden } => {
             arity(op, inputs, 2..=2)?;
             let state = first(1)?.0.to_vec();

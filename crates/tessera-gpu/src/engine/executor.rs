@@ -579,13 +579,21 @@ impl<G: Gpu> Compiled<G> {
                     sources.push(Source::Ready(Produced::Host(empty)));
                     continue;
                 }
-                Location::Input(k) if !on_device => {
-                    if let Feed::Host(tensor) = &feeds[k] {
+                // An input that is an output: from where it was given (a device input no step
+                // reads was never copied into the plan's own buffer).
+                Location::Input(k) if !on_device => match feeds.get(k) {
+                    Some(Feed::Host(tensor)) => {
                         let tensor = Tensor::new(value.shape.clone(), tensor.data().clone())?;
                         sources.push(Source::Ready(Produced::Host(tensor)));
                         continue;
                     }
-                }
+                    Some(Feed::Device(device)) => {
+                        sources.push(Source::Read(reads.len()));
+                        reads.push(device.binding());
+                        continue;
+                    }
+                    None => {}
+                },
                 Location::Constant if !on_device => {
                     let tensor = self.constant_tensor(root)?;
                     let tensor = Tensor::new(value.shape.clone(), tensor.into_parts().1)?;

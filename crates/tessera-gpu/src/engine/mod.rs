@@ -5,10 +5,13 @@
 //! - `session.rs`: [`GpuSession`], plans per input signature, weights uploaded once, device
 //!   tensors, placement reports, traces and profiles;
 //! - `executor.rs`: [`Compiled`], a plan made ready for the device (one memory plan, kernels
-//!   encoded once, constants, host-fallback boundaries) and its runs, with transfer counters.
+//!   encoded once, constants, host-fallback boundaries) and its runs, with transfer counters;
+//! - `stages.rs`: models whose shapes depend on values computed at run time, run in stages with
+//!   only the counts read back between them.
 
 mod executor;
 mod session;
+mod stages;
 
 pub use executor::{Compiled, Feed, Produced, device_bytes, encode_steps};
 pub use session::{DeviceTensor, GpuOptions, GpuSession, Input, Output};

@@ -1,6 +1,7 @@
 //! [`GpuSession`]: a model on a GPU, with plans per input signature, weights uploaded once, and
 //! tensors that stay on the device between runs (I/O binding).
 
+use super::stages::{Built, Planned};
 use super::{
     Compiled, DeviceBuffer, Feed, Gpu, Produced, device_bytes, encode_steps, upload_tensor,
 };
@@ -15,7 +16,7 @@ use tessera_core::tract_onnx::prelude::TypedModel;
 use tessera_core::{DType, Error, Model, Result, Tensor};
 
 /// An output's shape and dtype.
-type Signature = (Vec<usize>, DType);
+pub(super) type Signature = (Vec<usize>, DType);
 
 /// How many plans (distinct input signatures) a session keeps.
 const PLAN_CACHE_SIZE: usize = 8;
@@ -129,9 +130,9 @@ impl<G: Gpu> Input<G> {
     }
 }
 
-struct PlanEntry<G: Gpu> {
+pub(super) struct PlanEntry<G: Gpu> {
     /// Runs of one plan share its arena, so they take turns.
-    compiled: Mutex<Compiled<G>>,
+    pub(super) compiled: Mutex<Compiled<G>>,
 }
 
 /// Weights on the device, each uploaded once per session. tract shares the tensors of untouched
@@ -146,9 +147,9 @@ struct Weights<B> {
 /// A model prepared to run on a GPU.
 pub struct GpuSession<G: Gpu> {
     model: Arc<Model>,
-    gpu: Arc<G>,
+    pub(super) gpu: Arc<G>,
     allow_fallback: bool,
-    plans: Mutex<PlanCache<Arc<PlanEntry<G>>>>,
+    plans: Mutex<PlanCache<Planned<G>>>,
     folding: Mutex<Option<Folding>>,
     weights: Mutex<Weights<G::Buffer>>,
     last_transfers: Mutex<Transfers>,
@@ -260,14 +261,9 @@ impl<G: Gpu> GpuSession<G> {
     /// [`GpuSession::run`] without blocking: the way to run in a browser.
     pub async fn run_async(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
         // Planned on the inputs themselves: no copy of them on the way.
-        let (entry, folding) = self.gpu.checked(|| self.plan_for(&inputs)).await?;
-        let feeds: Vec<Feed<G::Buffer>> = inputs
-            .iter()
-            .zip(&folding)
-            .filter(|(_, folded)| !**folded)
-            .map(|(t, _)| Feed::Host(t))
-            .collect();
-        self.execute(&entry, &feeds, false)
+        let (planned, folding) = self.gpu.checked(|| self.plan_for(&inputs)).await?;
+        let feeds = host_feeds(&inputs, &folding);
+        self.execute(&planned, &feeds, false)
             .await?
             .0
             .into_iter()
@@ -314,7 +310,7 @@ impl<G: Gpu> GpuSession<G> {
                  host first"
             )));
         }
-        let (entry, folding) = self.gpu.checked(|| self.plan_for_inputs(&inputs)).await?;
+        let (planned, folding) = self.gpu.checked(|| self.plan_for_inputs(&inputs)).await?;
         let feeds: Vec<Feed<G::Buffer>> = inputs
             .iter()
             .zip(&folding)
@@ -324,7 +320,7 @@ impl<G: Gpu> GpuSession<G> {
                 Input::Device(t) => Feed::Device(&t.buffer),
             })
             .collect();
-        let (outputs, signatures) = self.execute(&entry, &feeds, on_device).await?;
+        let (outputs, signatures) = self.execute(&planned, &feeds, on_device).await?;
         let outputs = outputs.into_iter().zip(signatures);
         let outputs = outputs.map(|(produced, (shape, dtype))| match produced {
             Produced::Device(buffer) => Output::Device(DeviceTensor {
@@ -349,9 +345,21 @@ impl<G: Gpu> GpuSession<G> {
         })
     }
 
-    /// Plans for these inputs without running: placement and device memory.
+    /// Plans for these inputs without running: placement and device memory. A model planned in
+    /// stages (shapes that depend on values) runs once on them, to know the counts its later
+    /// stages are planned for. Blocks: not in a browser for a staged model.
     pub fn report(&self, inputs: &[Tensor]) -> Result<PlanReport> {
-        let (entry, _) = self.plan_for(inputs)?;
+        let (planned, folding) = self.plan_for(inputs)?;
+        let entry = match &planned {
+            Planned::Whole(entry) => entry,
+            Planned::Staged(_) => {
+                let feeds = host_feeds(inputs, &folding);
+                let ran = self
+                    .gpu
+                    .block_on(self.run_planned(&planned, &feeds, false))?;
+                return self.stages_report(&ran.3);
+            }
+        };
         let compiled = entry.compiled.lock().map_err(|e| self.poisoned(e))?;
         Ok(PlanReport {
             backend: self.gpu.target().backend.into(),
@@ -359,6 +367,7 @@ impl<G: Gpu> GpuSession<G> {
             placement: compiled.placement.clone(),
             memory: compiled.device_memory,
             plan: compiled.plan.clone(),
+            next: None,
         })
     }
 
@@ -370,7 +379,8 @@ impl<G: Gpu> GpuSession<G> {
 
     /// [`GpuSession::trace`] without blocking.
     pub async fn trace_async(&self, inputs: &[Tensor]) -> Result<Trace> {
-        let (entry, folding) = self.gpu.checked(|| self.plan_for(inputs)).await?;
+        let (planned, folding) = self.gpu.checked(|| self.plan_for(inputs)).await?;
+        let entry = self.one_plan(&planned, "tracing")?;
         let runtime: Vec<Tensor> = inputs
             .iter()
             .zip(&folding)
@@ -394,13 +404,9 @@ impl<G: Gpu> GpuSession<G> {
     /// plan with every step's time summed over the runs (wall clock around submit + wait: it
     /// includes each submission's overhead, which one batched run does not pay). Natively only.
     pub fn profile(&self, inputs: &[Tensor], runs: u32) -> Result<(Arc<Plan>, Vec<Duration>)> {
-        let (entry, folding) = self.plan_for(inputs)?;
-        let feeds: Vec<Feed<G::Buffer>> = inputs
-            .iter()
-            .zip(&folding)
-            .filter(|(_, folded)| !**folded)
-            .map(|(t, _)| Feed::Host(t))
-            .collect();
+        let (planned, folding) = self.plan_for(inputs)?;
+        let entry = self.one_plan(&planned, "profiling")?;
+        let feeds = host_feeds(inputs, &folding);
         let compiled = entry.compiled.lock().map_err(|e| self.poisoned(e))?;
         let mut total: Vec<Duration> = vec![Duration::ZERO; compiled.plan.steps.len()];
         for _ in 0..runs {
@@ -419,31 +425,38 @@ impl<G: Gpu> GpuSession<G> {
         self.plan_for(inputs).map(drop)
     }
 
-    /// One run of a plan; records its transfers. Returns the outputs and their signatures.
+    /// The plan of a model planned whole; what `doing` needs (a staged model is refused).
+    fn one_plan<'a>(&self, planned: &'a Planned<G>, doing: &str) -> Result<&'a PlanEntry<G>> {
+        match planned {
+            Planned::Whole(entry) => Ok(entry),
+            Planned::Staged(_) => Err(Error::Run {
+                backend: self.gpu.target().backend.into(),
+                message: format!(
+                    "{doing} is not available for a model whose shapes depend on values \
+                     computed at run time (it runs in stages): run it, or ask for its placement"
+                ),
+            }),
+        }
+    }
+
+    /// One run of what was planned; records its transfers. Returns the outputs and their
+    /// signatures.
     async fn execute(
         &self,
-        entry: &PlanEntry<G>,
+        planned: &Planned<G>,
         feeds: &[Feed<'_, G::Buffer>],
         on_device: bool,
     ) -> Result<(Vec<Produced<G::Buffer>>, Vec<Signature>)> {
-        let compiled = entry.compiled.lock().map_err(|e| self.poisoned(e))?;
-        let (outputs, transfers) = compiled
-            .run(&*self.gpu, feeds, on_device, None, None)
-            .await?;
+        let (outputs, signatures, transfers, _) =
+            self.run_planned(planned, feeds, on_device).await?;
         *self.last_transfers.lock().map_err(|e| self.poisoned(e))? = transfers;
-        let signature = compiled
-            .plan
-            .outputs
-            .iter()
-            .map(|&id| compiled.plan.value(id).map(|v| (v.shape.clone(), v.dtype)))
-            .collect::<Result<_>>()?;
-        Ok((outputs, signature))
+        Ok((outputs, signatures))
     }
 
     /// The plan for inputs that may live on the device. Lowering needs host tensors: device
     /// inputs stand in as zeros of their shape, which is only right when the plan does not
     /// need their values (folding them is refused).
-    fn plan_for_inputs(&self, inputs: &[Input<G>]) -> Result<(Arc<PlanEntry<G>>, Folding)> {
+    fn plan_for_inputs(&self, inputs: &[Input<G>]) -> Result<(Planned<G>, Folding)> {
         // A plan already built for these signatures is found without copying any input.
         let preferred = self.folding.lock().map_err(|e| self.poisoned(e))?.clone();
         if let Some(folding) = &preferred {
@@ -478,7 +491,7 @@ impl<G: Gpu> GpuSession<G> {
         Ok((entry, folding))
     }
 
-    fn plan_for(&self, inputs: &[Tensor]) -> Result<(Arc<PlanEntry<G>>, Folding)> {
+    fn plan_for(&self, inputs: &[Tensor]) -> Result<(Planned<G>, Folding)> {
         let preferred = self.folding.lock().map_err(|e| self.poisoned(e))?.clone();
         if let Some(folding) = &preferred {
             let key = PlanKey::new(inputs, folding);
@@ -497,29 +510,36 @@ impl<G: Gpu> GpuSession<G> {
         // A folding that leaves an input to run and under which every step lowers comes first
         // (training-mode Dropout lowers once its ratio is known); else the first folding that
         // plans, whose unsupported steps placement names (or, with fallback, runs on the host).
-        let fully_lowered = |typed: &TypedModel| {
-            let plan = Plan::build(typed)?;
-            plan.require_lowered()?;
-            Ok(plan)
-        };
-        let (lowered, plan) = match self.model.lower_then_for(
+        // Either may be cut into stages where shapes depend on values (`stages.rs`).
+        let (lowered, built) = match self.model.lower_then_for(
             inputs,
             preferred.as_deref(),
             lowering(Folds::SmallLeavingAnInput),
-            fully_lowered,
+            |typed| Built::of(typed, true),
         ) {
             Ok(found) => found,
             Err(_) => self.model.lower_then_for(
                 inputs,
                 preferred.as_deref(),
                 lowering(Folds::Small),
-                Plan::build,
+                |typed| Built::of(typed, false),
             )?,
         };
-        let plan = Arc::new(plan);
+        let planned = self.planned(built, lowered.typed)?;
+        let key = PlanKey::new(inputs, &lowered.folding);
+        self.plans
+            .lock()
+            .map_err(|e| self.poisoned(e))?
+            .insert(key, planned.clone());
+        *self.folding.lock().map_err(|e| self.poisoned(e))? = Some(lowered.folding.clone());
+        Ok((planned, lowered.folding))
+    }
 
-        // Each step is encoded once: placement reads why a step has no kernel, the compiled
-        // plan takes the kernels.
+    /// Makes `plan` (of the graph `typed`) ready for the device: each step encoded once
+    /// (placement reads why a step has no kernel, the compiled plan takes the kernels), weights
+    /// uploaded once per session.
+    pub(super) fn compile(&self, plan: Plan, typed: TypedModel) -> Result<Arc<PlanEntry<G>>> {
+        let plan = Arc::new(plan);
         let target = self.gpu.target();
         let kernels = encode_steps(&plan, &target)?;
         let placement = placement::place(
@@ -529,65 +549,66 @@ impl<G: Gpu> GpuSession<G> {
             self.allow_fallback,
             &device_bytes,
         )?;
-        let compiled = {
-            let mut weights = self.weights.lock().map_err(|e| self.poisoned(e))?;
-            Compiled::new(
-                &*self.gpu,
-                plan.clone(),
-                Arc::new(lowered.typed),
-                placement,
-                kernels,
-                &mut |constant| {
-                    let id = constant.data.identity();
-                    if let Some((_, buffer)) = weights.by_identity.get(&id) {
-                        return Ok(buffer.clone());
+        let mut weights = self.weights.lock().map_err(|e| self.poisoned(e))?;
+        let compiled = Compiled::new(
+            &*self.gpu,
+            plan.clone(),
+            Arc::new(typed),
+            placement,
+            kernels,
+            &mut |constant| {
+                let id = constant.data.identity();
+                if let Some((_, buffer)) = weights.by_identity.get(&id) {
+                    return Ok(buffer.clone());
+                }
+                let value = plan.value(constant.value)?;
+                let what = format!("constant '{}'", value.name);
+                let tensor = constant.data.to_tensor()?;
+                // The device words are what is hashed and uploaded: no other copy.
+                let words = repr::to_words(tensor.data(), Narrowing::Saturating, &what)?;
+                let content = (
+                    tensor.dtype(),
+                    tensor.shape().to_vec(),
+                    content_hash(&words),
+                );
+                let buffer = match weights.by_content.get(&content) {
+                    Some(buffer) => buffer.clone(),
+                    None => {
+                        let buffer = Arc::new(DeviceBuffer {
+                            buffer: self.gpu.upload(&words, &what)?,
+                            bytes: words.len(),
+                        });
+                        weights.by_content.insert(content, buffer.clone());
+                        buffer
                     }
-                    let value = plan.value(constant.value)?;
-                    let what = format!("constant '{}'", value.name);
-                    let tensor = constant.data.to_tensor()?;
-                    // The device words are what is hashed and uploaded: no other copy.
-                    let words = repr::to_words(tensor.data(), Narrowing::Saturating, &what)?;
-                    let content = (
-                        tensor.dtype(),
-                        tensor.shape().to_vec(),
-                        content_hash(&words),
-                    );
-                    let buffer = match weights.by_content.get(&content) {
-                        Some(buffer) => buffer.clone(),
-                        None => {
-                            let buffer = Arc::new(DeviceBuffer {
-                                buffer: self.gpu.upload(&words, &what)?,
-                                bytes: words.len(),
-                            });
-                            weights.by_content.insert(content, buffer.clone());
-                            buffer
-                        }
-                    };
-                    weights
-                        .by_identity
-                        .insert(id, (constant.data.clone(), buffer.clone()));
-                    Ok(buffer)
-                },
-            )?
-        };
-        let entry = Arc::new(PlanEntry {
+                };
+                weights
+                    .by_identity
+                    .insert(id, (constant.data.clone(), buffer.clone()));
+                Ok(buffer)
+            },
+        )?;
+        Ok(Arc::new(PlanEntry {
             compiled: Mutex::new(compiled),
-        });
-        let key = PlanKey::new(inputs, &lowered.folding);
-        self.plans
-            .lock()
-            .map_err(|e| self.poisoned(e))?
-            .insert(key, entry.clone());
-        *self.folding.lock().map_err(|e| self.poisoned(e))? = Some(lowered.folding.clone());
-        Ok((entry, lowered.folding))
+        }))
     }
 
-    fn poisoned<T>(&self, _: std::sync::PoisonError<T>) -> Error {
+    pub(super) fn poisoned<T>(&self, _: std::sync::PoisonError<T>) -> Error {
         Error::Internal(format!(
             "a previous {} run panicked while holding a lock",
             self.gpu.target().backend
         ))
     }
+}
+
+/// The runtime inputs (those not folded into the plan) as host feeds, in order.
+fn host_feeds<'a, B>(inputs: &'a [Tensor], folding: &[bool]) -> Vec<Feed<'a, B>> {
+    inputs
+        .iter()
+        .zip(folding)
+        .filter(|(_, folded)| !**folded)
+        .map(|(t, _)| Feed::Host(t))
+        .collect()
 }
 
 fn content_hash(words: &[u8]) -> u64 {

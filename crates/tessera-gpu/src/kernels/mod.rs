@@ -13,6 +13,7 @@
 //! | `pool.rs` | MaxPool, SumPool | `pool` |
 //! | `reduce.rs` | Reduce, Softmax, RmsNorm, Lrn, TopK, LstmEpilogue, Dft | `reduce`, `softmax`, `norm`, `lrn`, `topk`, `lstm`, `dft` |
 //! | `shape.rs` | Transpose, Slice, Concat, Gather, Pad, Broadcast, Upsample, Tile, Resample, GridSample, GatherElements, GatherNd, ScatterElements, ScatterNd, Trilu, OneHot | `transpose`, `slice`, `concat`, `gather`, `pad`, `broadcast`, `upsample` (Tile too), `resample`, `grid_sample`, `gather_elements`, `gather_nd`, `scatter_elements`, `scatter_nd`, `trilu`, `onehot` |
+//! | `counted.rs` | NonZero, NonMaxSuppression (a staged plan's counted ops: results sized by values) | `nonzero`, `nms` |
 //!
 //! Parameters are `u32` words (shapes, strides, f32 bit patterns), so a kernel's shape never goes
 //! in a define and compiled kernels are cached by name and defines. Every element is one 32-bit
@@ -20,6 +21,7 @@
 //! spelling; a backend whose language spells builtins otherwise translates them when it compiles.
 
 mod conv;
+mod counted;
 mod elementwise;
 mod matmul;
 mod pool;
@@ -276,6 +278,7 @@ fn encode_op(op: &KernelOp, io: &StepIo, target: &Target) -> Result<Kernel> {
         | KernelOp::ScatterNd { .. }
         | KernelOp::Trilu { .. }
         | KernelOp::OneHot { .. } => shape::encode(op, io),
+        KernelOp::NonZero { .. } | KernelOp::NonMaxSuppression { .. } => counted::encode(op),
         _ => Err(no_kernel(op)),
     }
 }
@@ -359,7 +362,7 @@ macro_rules! kernel_sources {
             "binary", "broadcast", "cast", "concat", "conv", "conv_transpose", "gather",
             "gather_elements", "gather_nd", "lrn", "lstm", "matvec", "norm", "onehot", "pad", "pool",
             "quantize", "reduce", "scatter_elements", "scatter_nd", "select", "slice", "softmax", "topk",
-            "transpose", "trilu", "unary", "upsample", "resample", "grid_sample", "dft", $($extra),*
+            "transpose", "trilu", "unary", "upsample", "resample", "grid_sample", "dft", "nonzero", "nms", $($extra),*
         ])
     };
     (@list $dir:literal, $ext:literal, [$($name:literal),*]) => {

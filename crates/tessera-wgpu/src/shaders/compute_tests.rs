@@ -780,6 +780,74 @@ fn catalogue() -> Vec<(&'static str, KernelOp, Vec<Tensor>)> {
             }
         }
     }
+    // NonZero: many chunks of 64 (the scan carries across them), sparse and dense inputs, an
+    // all-zero one; integers and bools as words.
+    for (shape, seed) in [(vec![5, 7, 9], 350), (vec![200], 351), (vec![3, 1, 4], 352)] {
+        let floats = f32_tensor(&shape, seed);
+        let sparse = Tensor::from_vec(
+            shape.clone(),
+            (floats.as_slice::<f32>().unwrap().iter())
+                .map(|v| if *v > 0.5 { *v } else { 0.0 })
+                .collect(),
+        )
+        .unwrap();
+        let zeros = Tensor::zeros(DType::F32, shape.clone()).unwrap();
+        let bools = Tensor::from_vec(
+            shape.clone(),
+            (floats.as_slice::<f32>().unwrap().iter())
+                .map(|v| *v < 0.0)
+                .collect(),
+        )
+        .unwrap();
+        for x in [
+            floats,
+            sparse,
+            zeros,
+            bools,
+            int_tensor(&shape, DType::I64, 2, seed),
+        ] {
+            cases.push((
+                "nonzero",
+                KernelOp::NonZero {
+                    dtype: x.dtype(),
+                    input_shape: shape.clone(),
+                },
+                vec![x],
+            ));
+        }
+    }
+    // NonMaxSuppression: more boxes than lanes, several batches and classes, both box formats,
+    // with and without a score threshold and a limit (0: none).
+    for (batches, classes, boxes, center, threshold, limit, seed) in [
+        (1, 1, 6, false, false, 3.0, 360),
+        (2, 3, 70, false, true, 0.0, 361),
+        (1, 2, 40, true, true, 5.0, 362),
+    ] {
+        let corners: Vec<f32> = noise(batches * boxes * 4, seed)
+            .iter()
+            .map(|v| v.abs() * 4.0)
+            .collect();
+        let scores: Vec<f32> = noise(batches * classes * boxes, seed + 1)
+            .iter()
+            .map(|v| (v + 1.0) / 2.0)
+            .collect();
+        cases.push((
+            "nms",
+            KernelOp::NonMaxSuppression {
+                dtype: DType::F32,
+                batches,
+                classes,
+                boxes,
+                center_point_box: center,
+                has_score_threshold: threshold,
+            },
+            vec![
+                Tensor::from_vec(vec![batches, boxes, 4], corners).unwrap(),
+                Tensor::from_vec(vec![batches, classes, boxes], scores).unwrap(),
+                Tensor::from_vec(vec![3], vec![limit, 0.3f32, 0.4]).unwrap(),
+            ],
+        ));
+    }
     cases.push((
         "lstm epilogue",
         KernelOp::LstmEpilogue {

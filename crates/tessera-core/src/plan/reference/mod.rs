@@ -18,9 +18,10 @@
 //!
 //! Files: `elementwise.rs` (unary, binary, select, casts, quantization), `matmul.rs`,
 //! `conv.rs`, `pool.rs`, `reduce.rs` (reductions and normalizations), `shape.rs` (data
-//! movement).
+//! movement), `counted.rs` (NonZero, NonMaxSuppression: results sized by their values).
 
 mod conv;
+mod counted;
 mod elementwise;
 mod matmul;
 mod pool;
@@ -346,6 +347,20 @@ fn run_step(step: &Step, args: &[Arg], outputs: &[(&[usize], DType)]) -> Result<
         KernelOp::TopK {
             axis, k, largest, ..
         } => reduce::top_k(arg(0)?, *axis, *k, *largest),
+        KernelOp::NonZero { .. } => counted::non_zero(arg(0)?),
+        KernelOp::NonMaxSuppression {
+            batches,
+            classes,
+            boxes,
+            center_point_box,
+            has_score_threshold,
+            ..
+        } => counted::non_max_suppression(
+            (arg(0)?, arg(1)?, arg(2)?),
+            (*batches, *classes, *boxes),
+            *center_point_box,
+            *has_score_threshold,
+        ),
         KernelOp::LstmEpilogue { hidden, .. } => {
             elementwise::lstm_epilogue(arg(0)?, arg(1)?, *hidden)
         }

@@ -4,6 +4,11 @@ runtime_if.onnx   y = If(sum(x) > 0, then: x * 2, else: x - 1), x float32[2, 16]
                   condition is computed from x at run time, so no plan can know it in advance.
 nonzero.onnx      y = NonZero(Relu(x)), x float32[8, 8]: an output shape that depends on x's
                   values.
+nonzero_stages.onnx
+                  x float32[16, 16] -> doubled = x * 2, positions = NonZero(Relu(x)),
+                  picked = GatherND(x, positions^T) (the positive values), big_positions =
+                  NonZero(picked > 1): a NonZero whose input depends on another's count, and
+                  an output computed before either.
 """
 import numpy as np
 import onnx
@@ -45,6 +50,28 @@ def nonzero():
     save(helper.make_graph(nodes, "nonzero", [x], [y]), "nonzero.onnx")
 
 
+def nonzero_stages():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 16])
+    outputs = [helper.make_tensor_value_info("doubled", TensorProto.FLOAT, [16, 16]),
+               helper.make_tensor_value_info("positions", TensorProto.INT64, [2, None]),
+               helper.make_tensor_value_info("picked", TensorProto.FLOAT, [None]),
+               helper.make_tensor_value_info("big_positions", TensorProto.INT64, [1, None])]
+    consts = [numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+              numpy_helper.from_array(np.array(1.0, np.float32), "one")]
+    nodes = [
+        helper.make_node("Mul", ["x", "two"], ["doubled"], name="doubled"),
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("NonZero", ["r"], ["positions"], name="positions"),
+        helper.make_node("Transpose", ["positions"], ["coords"], name="coords", perm=[1, 0]),
+        helper.make_node("GatherND", ["x", "coords"], ["picked"], name="picked"),
+        helper.make_node("Greater", ["picked", "one"], ["big"], name="big"),
+        helper.make_node("NonZero", ["big"], ["big_positions"], name="big_positions"),
+    ]
+    save(helper.make_graph(nodes, "nonzero_stages", [x], outputs, consts),
+         "nonzero_stages.onnx")
+
+
 if __name__ == "__main__":
     runtime_if()
     nonzero()
+    nonzero_stages()
