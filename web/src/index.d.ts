@@ -69,8 +69,9 @@ export interface Placement {
   /** The WebGPU adapter; undefined on cpu. */
   device?: string;
   steps: { node: string; op: string; runsOn: 'webgpu' | 'cpu'; why?: string; outputs: string[] }[];
-  /** Copies per run: graph inputs and outputs, and those a step on the cpu causes (`fallback`). */
-  copies: { value: string; bytes: number; direction: 'toDevice' | 'toHost'; beforeStep: number; cause: 'inputOutput' | 'fallback' }[];
+  /** Copies per run: graph inputs and outputs, those a step on the cpu causes (`fallback`), and
+   * the counts a staged model reads back between stages (`count`). */
+  copies: { value: string; bytes: number; direction: 'toDevice' | 'toHost'; beforeStep: number; cause: 'inputOutput' | 'fallback' | 'count' }[];
 }
 
 /** Time per run, in ms, slowest first. */
@@ -97,7 +98,7 @@ export class InferenceSession {
   /** Feeds may be 'gpu-buffer' tensors from earlier runs (WebGPU sessions only). */
   run(feeds: Record<string, Tensor>, fetches?: readonly string[]): Promise<Record<string, Tensor>>;
   /** Bytes the last run copied between cpu and GPU; undefined on the cpu backend. */
-  readonly lastTransfers: { inputBytes: number; outputBytes: number; fallbackBytes: number } | undefined;
+  readonly lastTransfers: { inputBytes: number; outputBytes: number; fallbackBytes: number; countBytes: number } | undefined;
   /** Where each step runs for these feeds, and what a run copies between cpu and GPU (nothing is run). */
   placement(feeds: Record<string, Tensor>): Promise<Placement>;
   /** Where a run's time goes on the cpu backend: every node timed over `runs` runs (default 10). */

@@ -366,13 +366,20 @@ export class InferenceSession {
 
   /**
    * Bytes the last run copied between the cpu and the GPU: `{ inputBytes, outputBytes,
-   * fallbackBytes }` (fallback: steps WebGPU lacks, with allowFallback); undefined on the cpu.
+   * fallbackBytes, countBytes }` (fallback: steps WebGPU lacks, with allowFallback; count: the
+   * counts a model whose shapes depend on values reads back between its stages); undefined on
+   * the cpu.
    */
   get lastTransfers() {
     const json = this.#get('lastTransfers');
     if (json === undefined) return undefined;
     const t = JSON.parse(json);
-    return { inputBytes: t.input_bytes, outputBytes: t.output_bytes, fallbackBytes: t.fallback_bytes };
+    return {
+      inputBytes: t.input_bytes,
+      outputBytes: t.output_bytes,
+      fallbackBytes: t.fallback_bytes,
+      countBytes: t.count_bytes,
+    };
   }
 
   /**
@@ -400,7 +407,10 @@ export class InferenceSession {
    * Where each step runs for these feeds and what a run copies between the cpu and the GPU,
    * without running: `{ backend, device, steps: [{ node, op, runsOn, why, outputs }],
    * copies: [{ value, bytes, direction: 'toDevice' | 'toHost', beforeStep, cause: 'inputOutput' |
-   * 'fallback' }] }`. `runsOn` is 'webgpu' or 'cpu'; `why` says why a step left WebGPU.
+   * 'fallback' | 'count' }] }`. `runsOn` is 'webgpu' or 'cpu'; `why` says why a step left WebGPU.
+   * A model whose shapes depend on values (NonZero, NonMaxSuppression) runs in stages, each
+   * planned for counts only a run gives: its placement needs a run, which the browser's
+   * single thread cannot wait for, so it is refused there with the reason.
    */
   placement(feeds) {
     return this.#queued(() => {
@@ -416,7 +426,7 @@ export class InferenceSession {
           bytes: c.bytes,
           direction: c.direction === 'HostToDevice' ? 'toDevice' : 'toHost',
           beforeStep: c.before_step,
-          cause: c.cause === 'Fallback' ? 'fallback' : 'inputOutput',
+          cause: { Fallback: 'fallback', Count: 'count' }[c.cause] ?? 'inputOutput',
         })),
       };
     });

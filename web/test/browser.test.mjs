@@ -149,9 +149,9 @@ test("outputs kept in WebGPU memory feed the next run with nothing copied ('gpu-
   assert.deepEqual(r.locations, ['gpu-buffer', 'gpu-buffer', 'cpu', 'cpu']);
   assert.deepEqual(r.dims, [3, 4, 5]);
   assert.match(r.readData, /WebGPU memory.*getData/);
-  assert.deepEqual(r.firstCopies, { inputBytes: 240, outputBytes: 0, fallbackBytes: 0 });
-  assert.deepEqual(r.secondCopies, { inputBytes: 0, outputBytes: 0, fallbackBytes: 0 });
-  assert.deepEqual(r.thirdCopies, { inputBytes: 0, outputBytes: 240, fallbackBytes: 0 });
+  assert.deepEqual(r.firstCopies, { inputBytes: 240, outputBytes: 0, fallbackBytes: 0, countBytes: 0 });
+  assert.deepEqual(r.secondCopies, { inputBytes: 0, outputBytes: 0, fallbackBytes: 0, countBytes: 0 });
+  assert.deepEqual(r.thirdCopies, { inputBytes: 0, outputBytes: 240, fallbackBytes: 0, countBytes: 0 });
   assert.equal(r.cpuLastTransfers, null);
   // Negation is exact: twice gives the input back, bit for bit.
   assert.deepEqual(r.second, r.values);

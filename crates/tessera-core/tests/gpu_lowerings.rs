@@ -8,6 +8,10 @@
 //! small inputs folded, every step lowered) and must keep a run-time input and plan the named
 //! step: the op runs as steps, it is not folded away.
 //!
+//! Shapes that depend on values (`NonZero`, `NonMaxSuppression`, a `TopK` of a computed `k`) run
+//! in stages as a GPU session runs them (`lower/stages.rs`): the first stage's counts read, the
+//! rest planned for them.
+//!
 //! Shared data: `$TESSERA_SHARED`, else `../shared` beside the repository; missing data is a
 //! failure, never a silent skip.
 
@@ -243,7 +247,7 @@ fn run_in_stages(model: &Model, inputs: &[Tensor]) -> (Vec<Tensor>, usize) {
                     .counts
                     .iter()
                     .zip(&counts)
-                    .find(|(c, _)| c.padded == at)
+                    .find(|(c, _)| c.padded == Some(at))
                 {
                     // The padded result's front is the op's own result.
                     Some((c, &n)) => {
@@ -318,5 +322,33 @@ fn non_max_suppression_runs_in_stages_and_matches_the_node_suite() {
         let (outputs, stages) = run_in_stages(&model, &inputs);
         assert_eq!(stages, 2, "{name}: the selection counted, then the rest");
         assert_eq!(outputs, expected, "{name}");
+    }
+}
+
+/// The `k` largest of `x` (equal values in index order) and their indices, `k` its positives.
+fn top_positives(x: &[f32]) -> (Vec<f32>, Vec<i64>) {
+    let mut order: Vec<usize> = (0..x.len()).collect();
+    order.sort_by(|&a, &b| x[b].total_cmp(&x[a]));
+    let k = x.iter().filter(|&&v| v > 0.0).count();
+    order.truncate(k);
+    (
+        order.iter().map(|&i| x[i]).collect(),
+        order.iter().map(|&i| i as i64).collect(),
+    )
+}
+
+#[test]
+fn a_top_k_of_a_computed_k_runs_in_stages_planned_for_k() {
+    let model = control_flow_model("topk_stages.onnx");
+    for offset in [1.2f32, 0.0, 5.0] {
+        let x: Vec<f32> = (0..64)
+            .map(|i| ((i * 7) % 11) as f32 * 0.3 - offset)
+            .collect();
+        let input = Tensor::from_vec(vec![64], x.clone()).unwrap();
+        let (outputs, stages) = run_in_stages(&model, std::slice::from_ref(&input));
+        assert_eq!(stages, 2, "k read back, then the TopK planned for it");
+        let (values, indices) = top_positives(&x);
+        assert_eq!(outputs[0].as_slice::<f32>().unwrap(), values.as_slice());
+        assert_eq!(outputs[1].as_slice::<i64>().unwrap(), indices.as_slice());
     }
 }

@@ -1309,6 +1309,28 @@ pub mod sessions {
             .trace(&[Tensor::zeros(DType::F32, vec![16, 16]).unwrap()])
             .expect_err("a staged model has no single plan to trace");
         assert!(error.to_string().contains("runs in stages"), "{error}");
+
+        // A TopK whose k is computed (the number of positive values): k read back, the TopK
+        // planned for it.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tessera-core/tests/data/control_flow/topk_stages.onnx");
+        let session = B::open(Arc::new(Model::load(path).unwrap()), false).unwrap();
+        for offset in [1.2f32, 0.0, 5.0] {
+            let x: Vec<f32> = (0..64)
+                .map(|i| ((i * 7) % 11) as f32 * 0.3 - offset)
+                .collect();
+            let outputs = session
+                .run(vec![Tensor::from_vec(vec![64], x.clone()).unwrap()])
+                .unwrap();
+            let mut order: Vec<usize> = (0..64).collect();
+            order.sort_by(|&a, &b| x[b].total_cmp(&x[a]));
+            order.truncate(x.iter().filter(|&&v| v > 0.0).count());
+            let values: Vec<f32> = order.iter().map(|&i| x[i]).collect();
+            let indices: Vec<i64> = order.iter().map(|&i| i as i64).collect();
+            assert_eq!(outputs[0].as_slice::<f32>().unwrap(), values.as_slice());
+            assert_eq!(outputs[1].as_slice::<i64>().unwrap(), indices.as_slice());
+            assert_eq!(session.last_transfers().count_bytes, 4, "k, one word");
+        }
     }
 
     pub fn int64_inputs_outside_32_bits_are_refused<B: Backend>() {

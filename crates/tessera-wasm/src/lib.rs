@@ -207,7 +207,7 @@ impl WasmSession {
     }
 
     /// Bytes the last run copied between host and device, as JSON (`{input_bytes, output_bytes,
-    /// fallback_bytes}`); `undefined` on the cpu, which copies nothing.
+    /// fallback_bytes, count_bytes}`); `undefined` on the cpu, which copies nothing.
     #[wasm_bindgen(getter, js_name = lastTransfers)]
     pub fn last_transfers(&self) -> Option<String> {
         let transfers = self.session.last_transfers()?;
@@ -217,7 +217,8 @@ impl WasmSession {
     /// Where each step of the plan for `feeds` runs and what a run copies between host and
     /// device, as JSON (`{backend, device, steps: [{node, op, runs_on, why, outputs}], copies:
     /// [{value, bytes, direction: "HostToDevice" | "DeviceToHost", before_step, cause:
-    /// "InputOutput" | "Fallback"}]}`); nothing is run.
+    /// "InputOutput" | "Fallback" | "Count"}]}`); nothing is run (a staged model, whose later
+    /// stages are planned for counts only a run gives, is refused: a browser cannot block).
     pub fn placement(&self, feeds: js_sys::Array) -> Result<String, JsError> {
         let inputs = tensors::feeds_from_js(&feeds)?;
         let placement = self.session.placement(inputs).map_err(js_error)?;

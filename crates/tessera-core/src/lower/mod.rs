@@ -8,7 +8,8 @@
 //! [`KernelOp::Opaque`] step, reported by [`Plan::unsupported`] with tract's op name and the
 //! node's name. `attention.rs`, `branches.rs` and `scan.rs` are passes on the typed graph before
 //! that: they take tract's fused attention apart, run both branches of a run-time `If`, and
-//! unroll loops for GPU plans ([`prepare_for_gpu`]).
+//! unroll loops for GPU plans ([`prepare_for_gpu`]). `stages.rs` cuts a graph whose shapes depend
+//! on values (`NonZero`, `NonMaxSuppression`) into stages a GPU session plans one after another.
 //!
 //! Translators are pure: they read facts and return a description; this module wires values.
 

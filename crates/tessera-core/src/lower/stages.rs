@@ -10,13 +10,16 @@
 //! the first stage on the device, reads back only the counts (8 bytes each, listed in the
 //! placement report), and runs the **rest**, planned for those counts ([`Stages::rest_for`]; a
 //! session caches one plan per count), on the first stage's outputs without leaving the device.
-//! The rest may hold data-dependent ops of its own: it is split again the same way.
+//! The rest may hold data-dependent ops of its own: it is split again the same way. A `TopK`
+//! whose `k` is computed is cut the same way with no op of its own: `k` is its count, and the
+//! `TopK` runs in the rest.
 
 use super::{Lowering, NodeFacts, Registry};
 use crate::plan::KernelOp;
 use crate::{DType, Error, Result};
 use std::collections::{HashMap, HashSet};
 use tract_onnx::prelude::*;
+use tract_onnx::tract_core::ops::array::Topk;
 use tract_onnx::tract_core::ops::konst::Const;
 use tract_onnx::tract_core::ops::source::TypedSource;
 use tract_onnx::tract_hir::internal::*;
@@ -230,8 +233,9 @@ pub struct Count {
     /// The first stage's output holding the count (an i64 scalar).
     pub output: usize,
     /// The first stage's output holding the padded result, whose first `width · count`
-    /// entries are the op's result.
-    pub padded: usize,
+    /// entries are the op's result (`None` for a `TopK`, which runs in the rest: its count is
+    /// its `k`).
+    pub padded: Option<usize>,
     /// The result's extent besides the count: `NonZero`'s is `[width, count]` (width = the
     /// input's rank), `NonMaxSuppression`'s `[count, width]` (width = 3).
     pub width: usize,
@@ -241,6 +245,21 @@ pub struct Count {
 }
 
 impl Count {
+    /// `value` as a count of this op: at most its bound (a `TopK`'s `k` computed from data may
+    /// not be).
+    pub fn check(&self, value: i64) -> Result<usize> {
+        usize::try_from(value)
+            .ok()
+            .filter(|&n| n <= self.bound)
+            .ok_or_else(|| Error::Run {
+                backend: "plan".into(),
+                message: format!(
+                    "'{}' ({}): a count of {value}, where at most {} is possible",
+                    self.node, self.op, self.bound
+                ),
+            })
+    }
+
     /// The op's result shape for `count` entries.
     pub fn result_shape(&self, count: usize) -> Vec<usize> {
         if self.count_first {
@@ -277,12 +296,7 @@ impl Stages {
         }
         let mut subs = HashMap::new();
         for (count, &value) in self.counts.iter().zip(counts) {
-            if value > count.bound {
-                return Err(Error::Internal(format!(
-                    "'{}' ({}) counted {value}, at most {} possible",
-                    count.node, count.op, count.bound
-                )));
-            }
+            count.check(i64::try_from(value).unwrap_or(i64::MAX))?;
             subs.insert(count.symbol.clone(), TDim::Val(value as i64));
         }
         crate::error::catch_panic("planning the rest of a staged model", || {
@@ -313,6 +327,8 @@ fn split_graph(model: &TypedModel) -> TractResult<Option<Stages>> {
     let order = model.eval_order()?;
     let mut known: HashSet<usize> = HashSet::new();
     let mut counted: Vec<usize> = vec![];
+    // TopKs whose k is computed: they run in the rest, planned for k's value.
+    let mut sized: Vec<(usize, Symbol)> = vec![];
     for &id in &order {
         let node = model.node(id);
         if !node.inputs.iter().all(|i| known.contains(&i.node)) {
@@ -322,9 +338,13 @@ fn split_graph(model: &TypedModel) -> TractResult<Option<Stages>> {
             counted.push(id);
         } else if node.outputs.iter().all(|o| o.fact.shape.is_concrete()) {
             known.insert(id);
+        } else if let Some(op) = node.op_as::<Topk>()
+            && let TDim::Sym(k) = &op.fallback_k
+        {
+            sized.push((id, k.clone()));
         }
     }
-    if counted.is_empty() {
+    if counted.is_empty() && sized.is_empty() {
         return Ok(None);
     }
     let is_const = |id: usize| model.node(id).op_is::<Const>();
@@ -411,13 +431,37 @@ fn split_graph(model: &TypedModel) -> TractResult<Option<Stages>> {
             op: node.op.name().to_string(),
             bound,
             output: crossing.len() + counted.len() + k,
-            padded: crossing.len() + k,
+            padded: Some(crossing.len() + k),
             width,
             count_first,
             symbol,
         });
-        padded.push(outputs[0]);
-        first_outputs.push(outputs[1]);
+        let [result, count] = outputs[..] else {
+            bail!("'{}' counted: {} outputs, not 2", node.name, outputs.len());
+        };
+        padded.push(result);
+        first_outputs.push(count);
+    }
+    for (id, symbol) in sized {
+        let node = model.node(id);
+        let (Some(op), Some(&[x, k])) = (node.op_as::<Topk>(), node.inputs.get(..2)) else {
+            bail!("'{}' is not a TopK of two inputs", node.name);
+        };
+        let output = (crossing.iter().position(|&o| o == k))
+            .with_context(|| format!("the k of '{}' is not passed on", node.name))?;
+        let axis = model.outlet_fact(x)?.shape.get(op.axis).cloned();
+        counts.push(Count {
+            node: node.name.clone(),
+            op: node.op.name().to_string(),
+            bound: axis
+                .with_context(|| format!("'{}' has no axis {}", node.name, op.axis))?
+                .to_usize()?,
+            output,
+            padded: None,
+            width: 0,
+            count_first: false,
+            symbol,
+        });
     }
     // Outputs: crossing values, then the padded results, then the counts.
     first_outputs.splice(crossing.len()..crossing.len(), padded);

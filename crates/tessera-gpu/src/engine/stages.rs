@@ -177,7 +177,8 @@ impl<G: Gpu> GpuSession<G> {
         for &at in &staged.stages.passed {
             let produced = (outputs.get_mut(at).and_then(Option::take))
                 .ok_or_else(|| Error::Internal(format!("the first stage has no output {at}")))?;
-            let counted = (staged.stages.counts.iter().zip(&values)).find(|(c, _)| c.padded == at);
+            let counted =
+                (staged.stages.counts.iter().zip(&values)).find(|(c, _)| c.padded == Some(at));
             passed.push(match (produced, counted) {
                 (Produced::Device(buffer), counted) => {
                     let mut buffer = Arc::try_unwrap(buffer).map_err(|_| {
@@ -236,15 +237,7 @@ impl<G: Gpu> GpuSession<G> {
             let value = repr::from_words(DType::I64, vec![], &words)?;
             let value =
                 (value.as_slice::<i64>()?.first().copied()).ok_or_else(|| missing("i64 count"))?;
-            let value = usize::try_from(value)
-                .ok()
-                .filter(|&n| n <= count.bound)
-                .ok_or_else(|| {
-                    Error::Internal(format!(
-                        "'{}' ({}) counted {value}, at most {} possible",
-                        count.node, count.op, count.bound
-                    ))
-                })?;
+            let value = count.check(value)?;
             counts.push(CountRead {
                 node: count.node.clone(),
                 op: count.op.clone(),

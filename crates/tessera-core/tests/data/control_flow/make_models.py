@@ -9,6 +9,8 @@ nonzero_stages.onnx
                   picked = GatherND(x, positions^T) (the positive values), big_positions =
                   NonZero(picked > 1): a NonZero whose input depends on another's count, and
                   an output computed before either.
+topk_stages.onnx  x float32[64] -> values, indices = TopK(x, k = the number of positive
+                  values): a k computed from the data.
 """
 import numpy as np
 import onnx
@@ -71,7 +73,22 @@ def nonzero_stages():
          "nonzero_stages.onnx")
 
 
+def topk_stages():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])
+    outputs = [helper.make_tensor_value_info("values", TensorProto.FLOAT, [None]),
+               helper.make_tensor_value_info("indices", TensorProto.INT64, [None])]
+    consts = [numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
+    nodes = [
+        helper.make_node("Greater", ["x", "zero"], ["positive"], name="positive"),
+        helper.make_node("Cast", ["positive"], ["ones"], name="ones", to=TensorProto.INT64),
+        helper.make_node("ReduceSum", ["ones"], ["k"], name="k", keepdims=1),
+        helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="top", axis=-1),
+    ]
+    save(helper.make_graph(nodes, "topk_stages", [x], outputs, consts), "topk_stages.onnx")
+
+
 if __name__ == "__main__":
     runtime_if()
     nonzero()
     nonzero_stages()
+    topk_stages()
