@@ -1,6 +1,7 @@
 //! GPU plans of ops lowered into several steps — integer products and run-time quantization
 //! (`lower/quantized.rs`), loops unrolled (`lower/scan.rs`), STFT, backward slices, training-mode
-//! Dropout with a known ratio — run by the reference interpreter on the ONNX node suite's cases
+//! Dropout with a known ratio, `Einsum` forms that are not a matrix product — run by the
+//! reference interpreter on the ONNX node suite's cases (the `Einsum` ones on numpy's outputs)
 //! and compared with their expected outputs: integers exactly, floats within the node suite's
 //! tolerance (rtol 1e-3, atol 1e-5).
 //!
@@ -350,5 +351,48 @@ fn a_top_k_of_a_computed_k_runs_in_stages_planned_for_k() {
         let (values, indices) = top_positives(&x);
         assert_eq!(outputs[0].as_slice::<f32>().unwrap(), values.as_slice());
         assert_eq!(outputs[1].as_slice::<i64>().unwrap(), indices.as_slice());
+    }
+}
+
+/// f32 `Einsum` forms that are not one matrix product (`lower/einsum.rs`), made with numpy's
+/// outputs by `tests/data/einsum/make_models.py`: every step lowered, within the node suite's
+/// tolerance of numpy.
+#[test]
+fn einsum_forms_that_are_not_a_matrix_product_lower_and_match_numpy() {
+    use tessera_core::tensor::npy::read_npy;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/einsum");
+    let names = [
+        "sum",
+        "transpose",
+        "batch_diagonal",
+        "trace",
+        "outer",
+        "bilinear",
+        "diagonal_times_vector",
+    ];
+    for name in names {
+        let model = Model::load(dir.join(format!("{name}.onnx"))).unwrap();
+        let inputs: Vec<Tensor> = (0..)
+            .map(|k| dir.join(format!("{name}.input_{k}.npy")))
+            .take_while(|p| p.exists())
+            .map(|p| read_npy(&p).unwrap())
+            .collect();
+        let expected = read_npy(&dir.join(format!("{name}.output.npy"))).unwrap();
+        let (lowered, plan) = model
+            .lower_then_for(&inputs, None, gpu_lowering(), |typed| {
+                let plan = Plan::build(typed)?;
+                plan.require_lowered()?;
+                Ok(plan)
+            })
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let runtime: Vec<Tensor> = lowered.runtime_inputs(&inputs).cloned().collect();
+        assert!(!runtime.is_empty(), "{name}: every input folded");
+        let got = execute(&plan, &runtime).unwrap().remove(0);
+        assert_eq!(got.shape(), expected.shape(), "{name}");
+        for (a, e) in
+            (got.as_slice::<f32>().unwrap().iter()).zip(expected.as_slice::<f32>().unwrap())
+        {
+            assert!((a - e).abs() <= 1e-5 + 1e-3 * e.abs(), "{name}: {a} vs {e}");
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Lowering tract's decluttered typed model to a backend-neutral [`Plan`].
 //!
-//! Each op family has a file (`elementwise.rs`, `matmul.rs`, `conv.rs`, `pool.rs`,
+//! Each op family has a file (`elementwise.rs`, `matmul.rs`, `einsum.rs`, `conv.rs`, `pool.rs`,
 //! `reduce.rs`, `shape.rs`, `resize.rs`, `grid_sample.rs`, `fft.rs`) that registers translators
 //! keyed by the tract op's type. A translator sees the node and its concrete [`NodeFacts`] and
 //! returns a [`Lowering`] (steps, temporaries, or "this output is a view of input 0"), or
@@ -16,6 +16,7 @@
 pub mod attention;
 pub mod branches;
 mod conv;
+mod einsum;
 mod elementwise;
 mod fft;
 mod grid_sample;
@@ -225,6 +226,8 @@ impl Registry {
             let mut registry = Registry::default();
             elementwise::register(&mut registry);
             matmul::register(&mut registry);
+            // After the matrix product: the forms it does not take.
+            einsum::register(&mut registry);
             conv::register(&mut registry);
             pool::register(&mut registry);
             reduce::register(&mut registry);
