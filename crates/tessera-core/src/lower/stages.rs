@@ -1,18 +1,17 @@
-//! Shapes that depend on values computed at run time (ONNX `NonZero`), on GPUs: a model runs in
-//! stages.
+//! Shapes that depend on values computed at run time (`NonZero`, `NonMaxSuppression`, a `TopK`
+//! whose `k` is computed), on GPUs: a model runs in stages.
 //!
 //! A device plan needs every shape when it is made, but how many elements `NonZero` finds (or
-//! boxes `NonMaxSuppression` selects) is known only once its inputs are computed. [`split`] cuts the graph there: the **first stage** is
-//! everything whose shapes are known, plus each such op written as a *counted* op
-//! ([`CountedNonZero`], [`CountedNonMaxSuppression`]): its result laid out exactly as the op's
-//! own, at the front of a buffer
-//! sized for the largest possible result, and beside it the number of entries. A run computes
-//! the first stage on the device, reads back only the counts (8 bytes each, listed in the
-//! placement report), and runs the **rest**, planned for those counts ([`Stages::rest_for`]; a
-//! session caches one plan per count), on the first stage's outputs without leaving the device.
-//! The rest may hold data-dependent ops of its own: it is split again the same way. A `TopK`
-//! whose `k` is computed is cut the same way with no op of its own: `k` is its count, and the
-//! `TopK` runs in the rest.
+//! boxes `NonMaxSuppression` selects) is known only once its inputs are computed. [`split`]
+//! cuts the graph there: the **first stage** is everything whose shapes are known, plus each
+//! such op written as a *counted* op ([`CountedNonZero`], [`CountedNonMaxSuppression`]): its
+//! result laid out exactly as the op's own, at the front of a buffer sized for the largest
+//! possible result, and beside it the number of entries. A run computes the first stage on the
+//! device, reads back only the counts (one device word each, listed in the placement report),
+//! and runs the **rest**, planned for those counts ([`Stages::rest_for`]; a session caches one
+//! plan per count), on the first stage's outputs without leaving the device. The rest may hold
+//! data-dependent ops of its own: it is split again the same way. A `TopK` whose `k` is computed
+//! is cut the same way with no op of its own: `k` is its count, and the `TopK` runs in the rest.
 
 use super::{Lowering, NodeFacts, Registry};
 use crate::plan::KernelOp;
@@ -224,13 +223,13 @@ fn counted_non_zero(node: &TypedNode, facts: &NodeFacts) -> Result<Option<Loweri
 /// A count the first stage reads back: which node it counts, and what it stands for.
 #[derive(Debug, Clone)]
 pub struct Count {
-    /// The data-dependent node (`NonZero`).
+    /// The data-dependent node (`NonZero`, `NonMaxSuppression`, `TopK`).
     pub node: String,
     /// tract's op name.
     pub op: String,
     /// The largest count possible (the size of the padded buffer).
     pub bound: usize,
-    /// The first stage's output holding the count (an i64 scalar).
+    /// The first stage's output holding the count (an i64 scalar; a `TopK`'s `k`).
     pub output: usize,
     /// The first stage's output holding the padded result, whose first `width · count`
     /// entries are the op's result (`None` for a `TopK`, which runs in the rest: its count is
