@@ -396,3 +396,34 @@ fn einsum_forms_that_are_not_a_matrix_product_lower_and_match_numpy() {
         }
     }
 }
+
+#[test]
+fn a_computed_k_past_its_axis_is_an_error_naming_the_top_k() {
+    let model = control_flow_model("topk_past_the_axis.onnx");
+    let x: Vec<f32> = (0..64).map(|i| ((i * 7) % 11) as f32 * 0.3 - 1.2).collect();
+    let input = Tensor::from_vec(vec![64], x).unwrap();
+    let lowering = Lowering {
+        folds: Folds::Small,
+        ..gpu_lowering()
+    };
+    let lowered = model
+        .lower_for(std::slice::from_ref(&input), None, lowering)
+        .unwrap();
+    let stages = split(&lowered.typed)
+        .unwrap()
+        .expect("a TopK of a computed k to cut at");
+    let first = Plan::build(&stages.first).unwrap();
+    let outputs = execute(&first, std::slice::from_ref(&input)).unwrap();
+    let [count] = &stages.counts[..] else {
+        panic!("one count: the TopK's k");
+    };
+    let k = outputs[count.output].as_slice::<i64>().unwrap()[0];
+    assert_eq!(k, 35 + 60);
+    let error = count.check(k).unwrap_err().to_string();
+    assert!(
+        error.contains("'top'") && error.contains("at most 64"),
+        "{error}"
+    );
+    let error = stages.rest_for(&[k as usize]).unwrap_err().to_string();
+    assert!(error.contains("at most 64"), "{error}");
+}

@@ -1331,6 +1331,19 @@ pub mod sessions {
             assert_eq!(outputs[1].as_slice::<i64>().unwrap(), indices.as_slice());
             assert_eq!(session.last_transfers().count_bytes, 4, "k, one word");
         }
+        // A computed k past the axis: an error naming the TopK, as on cpu, not a panic.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tessera-core/tests/data/control_flow/topk_past_the_axis.onnx");
+        let session = B::open(Arc::new(Model::load(path).unwrap()), false).unwrap();
+        let x: Vec<f32> = (0..64).map(|i| ((i * 7) % 11) as f32 * 0.3 - 1.2).collect();
+        let error = session
+            .run(vec![Tensor::from_vec(vec![64], x).unwrap()])
+            .expect_err("k = 95 along an axis of 64");
+        let message = error.to_string();
+        assert!(
+            message.contains("'top'") && message.contains("at most 64"),
+            "{message}"
+        );
     }
 
     pub fn int64_inputs_outside_32_bits_are_refused<B: Backend>() {

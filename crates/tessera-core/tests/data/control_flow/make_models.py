@@ -11,6 +11,9 @@ nonzero_stages.onnx
                   an output computed before either.
 topk_stages.onnx  x float32[64] -> values, indices = TopK(x, k = the number of positive
                   values): a k computed from the data.
+topk_past_the_axis.onnx
+                  the same with k = that number + 60: past the axis of 64 when more than 4
+                  values are positive (an error, as on cpu).
 """
 import numpy as np
 import onnx
@@ -73,18 +76,20 @@ def nonzero_stages():
          "nonzero_stages.onnx")
 
 
-def topk_stages():
+def topk_stages(extra=0, name="topk_stages.onnx"):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])
     outputs = [helper.make_tensor_value_info("values", TensorProto.FLOAT, [None]),
                helper.make_tensor_value_info("indices", TensorProto.INT64, [None])]
-    consts = [numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
+    consts = [numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+              numpy_helper.from_array(np.array([extra], np.int64), "extra")]
     nodes = [
         helper.make_node("Greater", ["x", "zero"], ["positive"], name="positive"),
         helper.make_node("Cast", ["positive"], ["ones"], name="ones", to=TensorProto.INT64),
-        helper.make_node("ReduceSum", ["ones"], ["k"], name="k", keepdims=1),
+        helper.make_node("ReduceSum", ["ones"], ["count"], name="count", keepdims=1),
+        helper.make_node("Add", ["count", "extra"], ["k"], name="k"),
         helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="top", axis=-1),
     ]
-    save(helper.make_graph(nodes, "topk_stages", [x], outputs, consts), "topk_stages.onnx")
+    save(helper.make_graph(nodes, "topk_stages", [x], outputs, consts), name)
 
 
 if __name__ == "__main__":
@@ -92,3 +97,4 @@ if __name__ == "__main__":
     nonzero()
     nonzero_stages()
     topk_stages()
+    topk_stages(60, "topk_past_the_axis.onnx")
