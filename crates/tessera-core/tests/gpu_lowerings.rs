@@ -20,6 +20,7 @@
 mod common;
 
 use common::{read_set, shared_dir};
+use tessera_core::error::{install_panic_counter, panics_seen_on_this_thread};
 use tessera_core::lower::prepare_for_gpu;
 use tessera_core::lower::stages::split;
 use tessera_core::model::specialize::{Folds, Lowering};
@@ -224,6 +225,19 @@ fn a_shape_that_depends_on_values_is_refused_not_computed_when_planning() {
 /// with the reference interpreter: plans whole when it can, else runs the first stage, reads its
 /// counts, and plans the rest for them. Returns the outputs and how many stages ran.
 fn run_in_stages(model: &Model, inputs: &[Tensor]) -> (Vec<Tensor>, usize) {
+    install_panic_counter();
+    let before = panics_seen_on_this_thread();
+    let ran = run_stages(model, inputs);
+    // The planning of later stages keeps a last net for tract's passes: it must never catch.
+    assert_eq!(
+        panics_seen_on_this_thread(),
+        before,
+        "a panic while running in stages"
+    );
+    ran
+}
+
+fn run_stages(model: &Model, inputs: &[Tensor]) -> (Vec<Tensor>, usize) {
     let lowering = Lowering {
         folds: Folds::Small,
         ..gpu_lowering()
@@ -242,8 +256,8 @@ fn run_in_stages(model: &Model, inputs: &[Tensor]) -> (Vec<Tensor>, usize) {
         let counts: Vec<usize> = (stages.counts.iter())
             .map(|c| outputs[c.output].as_slice::<i64>().unwrap()[0] as usize)
             .collect();
-        feeds = (stages.passed.iter())
-            .map(|&at| {
+        feeds = (0..stages.passed)
+            .map(|at| {
                 match stages
                     .counts
                     .iter()
@@ -399,6 +413,8 @@ fn einsum_forms_that_are_not_a_matrix_product_lower_and_match_numpy() {
 
 #[test]
 fn a_computed_k_past_its_axis_is_an_error_naming_the_top_k() {
+    install_panic_counter();
+    let before = panics_seen_on_this_thread();
     let model = control_flow_model("topk_past_the_axis.onnx");
     let x: Vec<f32> = (0..64).map(|i| ((i * 7) % 11) as f32 * 0.3 - 1.2).collect();
     let input = Tensor::from_vec(vec![64], x).unwrap();
@@ -426,4 +442,9 @@ fn a_computed_k_past_its_axis_is_an_error_naming_the_top_k() {
     );
     let error = stages.rest_for(&[k as usize]).unwrap_err().to_string();
     assert!(error.contains("at most 64"), "{error}");
+    assert_eq!(
+        panics_seen_on_this_thread(),
+        before,
+        "refused by a check, not a panic"
+    );
 }

@@ -58,21 +58,34 @@ impl EvalOp for CountedNonZero {
         let found = (op.eval_out_of_plan(tvec!(input))?)
             .and_then(|mut outputs| outputs.pop())
             .context("NonZero gave no output")?;
-        let count = found.shape().get(1).copied().unwrap_or(0);
-        let found = found.try_as_plain_ram()?;
-        let found = found.as_slice::<i64>()?;
-        let mut padded = vec![0i64; rank * bound];
-        padded[..found.len()].copy_from_slice(found);
-        Ok(tvec!(
-            tensor1(&padded).into_shape(&[rank, bound])?.into_tvalue(),
-            tensor0(count as i64).into_tvalue()
-        ))
+        padded_with_count(found, [rank, bound], 1)
     }
+}
+
+/// An op's `found` result (i64) at the front of a zeroed buffer of `padded` shape, and its count
+/// (its extent along `count_axis`).
+fn padded_with_count(
+    found: TValue,
+    padded: [usize; 2],
+    count_axis: usize,
+) -> TractResult<TVec<TValue>> {
+    let count = found.shape().get(count_axis).copied().unwrap_or(0);
+    let found = found.try_as_plain_ram()?;
+    let found = found.as_slice::<i64>()?;
+    let mut buffer = vec![0i64; padded[0] * padded[1]];
+    buffer
+        .get_mut(..found.len())
+        .context("a result larger than its padded buffer")?
+        .copy_from_slice(found);
+    Ok(tvec!(
+        tensor1(&buffer).into_shape(&padded)?.into_tvalue(),
+        tensor0(count as i64).into_tvalue()
+    ))
 }
 
 impl TypedOp for CountedNonZero {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        let input = inputs[0];
+        let input = inputs.first().context("NonZero has no input")?;
         let bound = input.shape.volume();
         Ok(tvec!(
             i64::fact([input.rank().to_dim(), bound]),
@@ -121,15 +134,7 @@ impl EvalOp for CountedNonMaxSuppression {
         let found = (op.eval_out_of_plan(inputs)?)
             .and_then(|mut outputs| outputs.pop())
             .context("NonMaxSuppression gave no output")?;
-        let count = found.shape().first().copied().unwrap_or(0);
-        let found = found.try_as_plain_ram()?;
-        let found = found.as_slice::<i64>()?;
-        let mut padded = vec![0i64; 3 * bound];
-        padded[..found.len()].copy_from_slice(found);
-        Ok(tvec!(
-            tensor1(&padded).into_shape(&[bound, 3])?.into_tvalue(),
-            tensor0(count as i64).into_tvalue()
-        ))
+        padded_with_count(found, [bound, 3], 0)
     }
 }
 
@@ -276,8 +281,9 @@ pub struct Stages {
     pub first: TypedModel,
     /// The counts among the first stage's outputs.
     pub counts: Vec<Count>,
-    /// For each input of the rest, in order, the first stage's output it is.
-    pub passed: Vec<usize>,
+    /// How many of the first stage's outputs the rest takes, in order, as its inputs (the
+    /// values it reads, then the padded results; the counts come after).
+    pub passed: usize,
     /// The rest of the model, its shapes in terms of the counts; its outputs are the model's.
     rest: TypedModel,
 }
@@ -298,6 +304,8 @@ impl Stages {
             count.check(i64::try_from(value).unwrap_or(i64::MAX))?;
             subs.insert(count.symbol.clone(), TDim::Val(value as i64));
         }
+        // tract's passes on the graph made concrete: the same last net as lowering's (the staged
+        // tests fail if it ever catches).
         crate::error::catch_panic("planning the rest of a staged model", || {
             let mut rest = self.rest.set_symbols(&subs).map_err(tract_error)?;
             crate::model::optimizer::declutter(&mut rest, false).map_err(tract_error)?;
@@ -317,9 +325,7 @@ fn tract_error(e: TractError) -> Error {
 /// known shapes; `None` when it has none (then it plans whole, or it holds a data-dependent op
 /// no stage can count and planning says which).
 pub fn split(model: &TypedModel) -> Result<Option<Stages>> {
-    crate::error::catch_panic("cutting the model into stages", || {
-        split_graph(model).map_err(tract_error)
-    })
+    split_graph(model).map_err(tract_error)
 }
 
 fn split_graph(model: &TypedModel) -> TractResult<Option<Stages>> {
@@ -489,7 +495,7 @@ fn split_graph(model: &TypedModel) -> TractResult<Option<Stages>> {
         let source = rest.add_source(outlet_name(outlet), model.outlet_fact(outlet)?.clone())?;
         in_rest.insert(outlet, source);
     }
-    let passed: Vec<usize> = (0..crossing.len() + counted.len()).collect();
+    let passed = crossing.len() + counted.len();
     for &id in &order {
         let node = model.node(id);
         if !constants_read.contains(&id) && (known.contains(&id) || counted.contains(&id)) {

@@ -172,11 +172,15 @@ impl<G: Gpu> GpuSession<G> {
             .await?;
 
         // The first stage's outputs the rest reads, in its input order, trimmed to the counts.
-        let mut outputs: Vec<Option<Produced<G::Buffer>>> = outputs.into_iter().map(Some).collect();
-        let mut passed = Vec::with_capacity(staged.stages.passed.len());
-        for &at in &staged.stages.passed {
-            let produced = (outputs.get_mut(at).and_then(Option::take))
-                .ok_or_else(|| Error::Internal(format!("the first stage has no output {at}")))?;
+        if outputs.len() < staged.stages.passed {
+            return Err(Error::Internal(format!(
+                "the first stage made {} outputs, the rest takes {}",
+                outputs.len(),
+                staged.stages.passed
+            )));
+        }
+        let mut passed = Vec::with_capacity(staged.stages.passed);
+        for (at, produced) in outputs.into_iter().enumerate().take(staged.stages.passed) {
             let counted =
                 (staged.stages.counts.iter().zip(&values)).find(|(c, _)| c.padded == Some(at));
             passed.push(match (produced, counted) {
