@@ -7,6 +7,7 @@
 //! ([`threading`]), so more threads are never slower than one. Plans are built per input
 //! signature (shapes plus the values of folded inputs) and kept in a small cache.
 
+mod flatten_on_activation;
 mod natural_strides;
 mod node_by_node;
 mod ops;
@@ -231,7 +232,8 @@ impl CpuSession {
         let started = web_time::Instant::now();
         let lowering = Lowering {
             before_declutter: Some(|typed, model| {
-                ops::qdq_products::integer_products(typed, model).map(|_| ())
+                ops::qdq_products::integer_products(typed, model)?;
+                flatten_on_activation::keep_flatten_on_activation(typed).map(|_| ())
             }),
             keep_axes: true,
             ..Lowering::default()
