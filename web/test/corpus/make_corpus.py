@@ -192,6 +192,21 @@ model("pad_huge", "Pad by 2^40 on each side",
 model("pad_negative_past_size", "Pad by -10 (crops more than the input holds)",
       [helper.make_node("Pad", ["x", "p"], ["y"])], [x23], [y_any],
       [const("p", I64, [4], [-10, 0, 0, 0])], feeds=feed_x23)
+model("pad_reflect_past_axis", "reflect Pad of 5 before an axis of 3 (reflecting needs more than 5)",
+      [helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect")], [x23], [y_any],
+      [const("p", I64, [4], [0, 5, 0, 0])], feeds=feed_x23)
+model("pad_edge_empty_axis", "edge Pad of an axis of 0 elements",
+      [helper.make_node("Pad", ["x", "p"], ["y"], mode="edge")], [vi("x", F, [2, 0])], [y_any],
+      [const("p", I64, [4], [0, 1, 0, 1])], feeds={"x": {"type": "float32", "dims": [2, 0]}})
+model("if_branch_pad_reflect_past_axis", "an If whose taken branch reflect-pads past its axis",
+      [helper.make_node("If", ["c"], ["y"],
+                        then_branch=helper.make_graph(
+                            [helper.make_node("Pad", ["x", "p"], ["t"], mode="reflect")], "then", [],
+                            [vi("t", F, None)], [const("p", I64, [4], [0, 4, 0, 0])]),
+                        else_branch=helper.make_graph(
+                            [helper.make_node("Identity", ["x"], ["e"])], "else", [],
+                            [vi("e", F, None)]))],
+      [x23], [y_any], [const("c", TensorProto.BOOL, [], [True])], feeds=feed_x23)
 model("matmul_mismatched", "MatMul of [2, 3] by a constant [4, 5]",
       [helper.make_node("MatMul", ["x", "w"], ["y"])], [x23], [y_any],
       [const("w", F, [4, 5], [0] * 20)], feeds=feed_x23)

@@ -43,14 +43,29 @@ enum Check {
     Perm(Vec<i64>),
     /// The values of input `slot` are dims or repeat counts: none may be negative.
     NonNegative { slot: usize, what: &'static str },
-    /// Pads (attribute, or the values of input 1) that leave no axis of input 0 below zero.
-    Pads { attribute: Option<Vec<i64>> },
+    /// Pads (attribute, or the values of input 1) that leave no axis of input 0 below zero; with
+    /// `edge` or `reflect` padding, pads that the axis can fill (tract indexes past it).
+    Pads {
+        attribute: Option<Vec<i64>>,
+        mode: Padding,
+    },
     /// Indices (input `indices`) into `axis` of input 0: Gather, GatherElements, Scatter*.
     IndicesOnAxis { axis: i64, indices: usize },
     /// GatherND / ScatterND indices: their last axis addresses data axes `batch_dims..`.
     IndicesNd { batch_dims: usize },
     /// Pooling: tract cannot pool an empty plane.
     NonEmptySpatial,
+}
+
+/// How a `Pad` fills: the modes that copy the input's own elements need enough of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Padding {
+    /// A constant value (and `wrap`, which tract refuses itself).
+    Constant,
+    /// The edge element repeated: the axis must have one.
+    Edge,
+    /// Mirrored without the edge element: each pad must be shorter than the axis.
+    Reflect,
 }
 
 /// The checks of a model's nodes, keyed by tract node id.
@@ -172,6 +187,11 @@ fn node_checks(node: &pb::NodeProto) -> Result<Vec<Check>, String> {
         // Pads given for some axes only (opset 18's `axes` input) are left to tract's own checks.
         "Pad" if node.input.len() < 4 => checks.push(Check::Pads {
             attribute: ints(node, "pads"),
+            mode: match attribute(node, "mode").map(|a| a.s.as_slice()) {
+                Some(b"edge") => Padding::Edge,
+                Some(b"reflect") => Padding::Reflect,
+                _ => Padding::Constant,
+            },
         }),
         "Gather" | "GatherElements" => {
             let axis = int(node, "axis", 0);
@@ -266,7 +286,7 @@ impl Check {
                     return Err(format!("input {slot} gives {what} of {bad}"));
                 }
             }
-            Check::Pads { attribute } => {
+            Check::Pads { attribute, mode } => {
                 let pads = attribute.clone().or_else(|| fact(1).and_then(values));
                 if let (Some(pads), Some(dims)) = (pads, data.and_then(shape)) {
                     if pads.len() != 2 * dims.len() {
@@ -288,6 +308,19 @@ impl Check {
                             ));
                         }
                         elements = elements.saturating_mul(padded as u128);
+                        let widest = pads[axis].max(pads[axis + dims.len()]);
+                        let short = match mode {
+                            Padding::Edge if widest > 0 && dim == 0 => {
+                                Some("edge pads need an axis with elements".to_string())
+                            }
+                            Padding::Reflect if widest >= dim as i64 => Some(format!(
+                                "reflect pads of {widest} need an axis longer than {widest}"
+                            )),
+                            _ => None,
+                        };
+                        if let Some(short) = short {
+                            return Err(format!("{short}; axis {axis} has {dim}"));
+                        }
                     }
                     // tract learns the padded size only by padding.
                     check_elements(elements, data)?;
@@ -391,8 +424,10 @@ fn too_big(graph: &InferenceModel, outlet: OutletId, fact: &InferenceFact) -> Tr
 
 /// tract's fact analysis (`InferenceModel::analyse`, not obstinate), with each node's checks run
 /// before its rules, the size of each value tract would fold checked before it is computed, and
-/// every tensor's size checked at the end. A port of tract-hir 0.23.9's `Analyser`.
-pub fn analyse(graph: &mut InferenceModel, preflight: &Preflight) -> TractResult<()> {
+/// every tensor's size checked at the end. A port of tract-hir 0.23.9's `Analyser`. Returns
+/// whether any fact changed.
+pub fn analyse(graph: &mut InferenceModel, preflight: &Preflight) -> TractResult<bool> {
+    let mut any_changed = false;
     let mut to_visit: BTreeSet<usize> = graph.eval_order()?.into_iter().collect();
     to_visit.extend(0..graph.nodes().len());
     let mut observers: HashMap<OutletId, Vec<usize>> = HashMap::new();
@@ -404,6 +439,7 @@ pub fn analyse(graph: &mut InferenceModel, preflight: &Preflight) -> TractResult
     while let Some(node) = to_visit.pop_first() {
         let changed = analyse_one(graph, node, preflight)
             .with_context(|| format!("Failed analyse for node {}", graph.node(node)))?;
+        any_changed |= !changed.is_empty();
         for (outlet, _) in changed {
             for dst in &graph.node(outlet.node).outputs[outlet.slot].successors {
                 if dst.node != outlet.node {
@@ -421,7 +457,7 @@ pub fn analyse(graph: &mut InferenceModel, preflight: &Preflight) -> TractResult
             too_big(graph, OutletId::new(node.id, slot), &output.fact)?;
         }
     }
-    Ok(())
+    Ok(any_changed)
 }
 
 fn analyse_one(

@@ -6,8 +6,9 @@
 //! 16 kHz). This `If` analyses only the taken branch when the condition is a known constant and
 //! inlines that branch into the typed graph; with an unknown condition it behaves as tract's.
 
+use crate::model::preflight::{self, Preflight};
 use tract_onnx::model::{ParseResult, ParsingContext};
-use tract_onnx::pb::NodeProto;
+use tract_onnx::pb::{GraphProto, NodeProto};
 use tract_onnx::tract_hir::internal::*;
 
 /// Builds the op from an ONNX `If` node.
@@ -15,16 +16,18 @@ pub fn parse(
     ctx: &ParsingContext,
     node: &NodeProto,
 ) -> TractResult<(Box<dyn InferenceOp>, Vec<String>)> {
+    let then_proto: &GraphProto = node.get_attr("then_branch")?;
+    let else_proto: &GraphProto = node.get_attr("else_branch")?;
     let ParseResult {
         model: then_body,
         unresolved_inputs: then_inputs,
         ..
-    } = ctx.parse_graph(node.get_attr("then_branch")?)?;
+    } = ctx.parse_graph(then_proto)?;
     let ParseResult {
         model: else_body,
         unresolved_inputs: else_inputs,
         ..
-    } = ctx.parse_graph(node.get_attr("else_branch")?)?;
+    } = ctx.parse_graph(else_proto)?;
     let mut outer: Vec<String> = then_inputs.iter().chain(&else_inputs).cloned().collect();
     outer.sort();
     outer.dedup();
@@ -35,13 +38,26 @@ pub fn parse(
             .map(|n| outer.iter().position(|o| o == n).map_or(0, |p| p + 1))
             .collect()
     };
+    // tract-onnx numbers a branch's constants, then its nodes in order, then a source for each
+    // outer value it reads.
+    let checks = |proto: &GraphProto, body: &InferenceModel, outer: &[String]| {
+        let first_node = body
+            .nodes()
+            .len()
+            .saturating_sub(proto.node.len() + outer.len());
+        Preflight::from_graph(proto, first_node).map_err(|e| anyhow!(e))
+    };
+    let then_preflight = checks(then_proto, &then_body, &then_inputs)?;
+    let else_preflight = checks(else_proto, &else_body, &else_inputs)?;
     let then_branch = Branch {
         body: then_body,
         inputs: mapping(&then_inputs),
+        preflight: then_preflight,
     };
     let else_branch = Branch {
         body: else_body,
         inputs: mapping(&else_inputs),
+        preflight: else_preflight,
     };
     let inner = tract_onnx::ops::logic::If::new(
         then_branch.body.clone(),
@@ -64,6 +80,8 @@ struct Branch {
     body: InferenceModel,
     /// For each body input, the index of the outer input it reads.
     inputs: Vec<usize>,
+    /// Tessera's checks of the body's nodes, run as the taken branch is analysed.
+    preflight: Preflight,
 }
 
 #[derive(Debug, Clone)]
@@ -145,7 +163,7 @@ impl InferenceOp for IfKnown {
             for (ix, output) in outputs.iter_mut().enumerate() {
                 changed |= branch.body.output_fact_mut(ix)?.unify_with_mut(output)?;
             }
-            changed |= branch.body.analyse(false)?;
+            changed |= preflight::analyse(&mut branch.body, &branch.preflight)?;
             if !changed {
                 return Ok((inputs, outputs, observed.into_iter().cloned().collect()));
             }
