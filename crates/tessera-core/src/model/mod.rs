@@ -16,6 +16,7 @@ pub mod preflight;
 pub mod quant_barrier;
 pub mod quantization;
 pub mod specialize;
+pub mod typing;
 pub mod uniform_constants;
 
 #[cfg(test)]

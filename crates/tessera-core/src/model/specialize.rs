@@ -281,7 +281,7 @@ impl Model {
             .inputs
             .retain(|outlet| !folding[sources.iter().position(|s| s == outlet).unwrap_or(0)]);
         super::preflight::analyse(&mut graph, self.preflight())?;
-        let mut typed = graph.into_typed()?;
+        let mut typed = super::typing::into_typed(graph)?;
         super::quant_barrier::guard_quantized_softmax(&mut typed)?;
         if let Some(pass) = lowering.before_declutter {
             pass(&mut typed, self)?;

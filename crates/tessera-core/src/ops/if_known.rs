@@ -185,7 +185,8 @@ impl InferenceOp for IfKnown {
             return self.inner.to_typed(source, node, target, mapping);
         };
         let branch = self.taken(condition);
-        let body = branch.body.clone().into_typed()?;
+        // Analysed by `infer_facts` (Tessera's analysis, with the branch's checks).
+        let body = crate::model::typing::into_typed(branch.body.clone())?;
         // Inline the taken branch: its inputs are the outer wires, its nodes are wired in order.
         let mut wires: HashMap<OutletId, OutletId> = HashMap::new();
         for (body_ix, &outer_ix) in branch.inputs.iter().enumerate() {
