@@ -77,23 +77,24 @@ mod tests {
     use super::*;
     use tessera_core::model::optimizer;
 
-    /// x [1, 2, 3, 3] → flatten → product with a constant [4, 18] weight, as a CNN's head.
-    fn flatten_then_dense() -> TractResult<(TypedModel, Tensor)> {
+    /// x [1, 2, 3, 3] → flatten → product with `other` ([4, 18]; `None`: a second input).
+    fn flatten_then_product(other: Option<Tensor>) -> TractResult<TypedModel> {
         let mut model = TypedModel::default();
         let x = model.add_source("x", f32::fact([1, 2, 3, 3]))?;
+        let other = match other {
+            Some(weight) => model.add_const("weight", weight)?,
+            None => model.add_source("y", f32::fact([4, 18]))?,
+        };
         let from = tvec![2.to_dim(), 3.to_dim(), 3.to_dim()];
         let flat = model.wire_node(
             "flatten",
             AxisOp::Reshape(1, from, tvec![18.to_dim()]),
             &[x],
         )?;
-        let values: Vec<f32> = (0..72).map(|i| (i % 7) as f32 - 3.0).collect();
-        let weight = model.add_const("weight", Tensor::from_shape(&[4, 18], &values)?)?;
-        let dense = EinSum::new("ak,nk->an".parse()?, f32::datum_type());
-        let output = model.wire_node("dense", dense, &[flat[0], weight])?;
+        let product = EinSum::new("ak,nk->an".parse()?, f32::datum_type());
+        let output = model.wire_node("product", product, &[flat[0], other])?;
         model.select_output_outlets(&output)?;
-        let input: Vec<f32> = (0..18).map(|i| i as f32 * 0.5 - 4.0).collect();
-        Ok((model, Tensor::from_shape(&[1, 2, 3, 3], &input)?))
+        Ok(model)
     }
 
     fn constant_shapes(model: &TypedModel) -> Vec<Vec<usize>> {
@@ -107,7 +108,11 @@ mod tests {
 
     #[test]
     fn the_weight_keeps_its_shape_and_the_product_its_value() -> TractResult<()> {
-        let (original, input) = flatten_then_dense()?;
+        // A CNN's head: the weight is a constant.
+        let values: Vec<f32> = (0..72).map(|i| (i % 7) as f32 - 3.0).collect();
+        let original = flatten_then_product(Some(Tensor::from_shape(&[4, 18], &values)?))?;
+        let input: Vec<f32> = (0..18).map(|i| i as f32 * 0.5 - 4.0).collect();
+        let input = Tensor::from_shape(&[1, 2, 3, 3], &input)?;
         let expected = original
             .clone()
             .into_runnable()?
@@ -134,20 +139,10 @@ mod tests {
 
     #[test]
     fn a_product_of_two_computed_operands_keeps_tracts_folding() -> TractResult<()> {
-        let mut model = TypedModel::default();
-        let x = model.add_source("x", f32::fact([1, 2, 3, 3]))?;
-        let y = model.add_source("y", f32::fact([4, 18]))?;
-        let from = tvec![2.to_dim(), 3.to_dim(), 3.to_dim()];
-        let flat = model.wire_node(
-            "flatten",
-            AxisOp::Reshape(1, from, tvec![18.to_dim()]),
-            &[x],
-        )?;
-        let product = EinSum::new("ak,nk->an".parse()?, f32::datum_type());
-        let output = model.wire_node("product", product, &[flat[0], y])?;
-        model.select_output_outlets(&output)?;
+        let mut model = flatten_then_product(None)?;
+        let flat = model.node_id_by_name("flatten")?;
         assert_eq!(keep_flatten_on_activation(&mut model)?, 0);
-        assert!(model.node(flat[0].node).op_is::<AxisOp>());
+        assert!(model.node(flat).op_is::<AxisOp>());
         Ok(())
     }
 }

@@ -313,9 +313,11 @@ impl Check {
                             Padding::Edge if widest > 0 && dim == 0 => {
                                 Some("edge pads need an axis with elements".to_string())
                             }
-                            Padding::Reflect if widest >= dim as i64 => Some(format!(
-                                "reflect pads of {widest} need an axis longer than {widest}"
-                            )),
+                            Padding::Reflect if widest > 0 && widest >= dim as i64 => {
+                                Some(format!(
+                                    "reflect pads of {widest} need an axis longer than {widest}"
+                                ))
+                            }
                             _ => None,
                         };
                         if let Some(short) = short {
@@ -536,4 +538,41 @@ fn analyse_one(
         graph.set_outlet_fact(*outlet, fact.clone())?;
     }
     Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pad check on an input of `dims` padded by `pads`.
+    fn pad(mode: Padding, dims: &[usize], pads: &[i64]) -> Result<(), String> {
+        let input = InferenceFact::dt_shape(f32::datum_type(), dims);
+        let check = Check::Pads {
+            attribute: Some(pads.to_vec()),
+            mode,
+        };
+        check.check(&[&input])
+    }
+
+    #[test]
+    fn reflect_pads_must_be_shorter_than_their_axis() {
+        assert!(pad(Padding::Reflect, &[2, 3], &[0, 2, 0, 2]).is_ok());
+        let error = pad(Padding::Reflect, &[2, 3], &[0, 3, 0, 0]).unwrap_err();
+        assert_eq!(
+            error,
+            "reflect pads of 3 need an axis longer than 3; axis 1 has 3"
+        );
+        assert!(pad(Padding::Reflect, &[2, 3], &[0, 0, 0, 5]).is_err());
+        // No padding on an empty axis reflects nothing.
+        assert!(pad(Padding::Reflect, &[2, 0], &[1, 0, 1, 0]).is_ok());
+        assert!(pad(Padding::Constant, &[2, 3], &[0, 9, 0, 9]).is_ok());
+    }
+
+    #[test]
+    fn edge_pads_need_an_element_to_repeat() {
+        assert!(pad(Padding::Edge, &[2, 1], &[0, 9, 0, 9]).is_ok());
+        let error = pad(Padding::Edge, &[2, 0], &[0, 0, 0, 1]).unwrap_err();
+        assert_eq!(error, "edge pads need an axis with elements; axis 1 has 0");
+        assert!(pad(Padding::Edge, &[2, 0], &[1, 0, 1, 0]).is_ok());
+    }
 }

@@ -5,6 +5,8 @@
 //! even be well-typed for the actual inputs (silero_vad_v5's 8 kHz branch fails to analyse at
 //! 16 kHz). This `If` analyses only the taken branch when the condition is a known constant and
 //! inlines that branch into the typed graph; with an unknown condition it behaves as tract's.
+//! The taken branch is analysed by Tessera's analysis with its own nodes' checks
+//! ([`preflight`]), as the main graph is: tract's would run its ops on values they panic on.
 
 use crate::model::preflight::{self, Preflight};
 use tract_onnx::model::{ParseResult, ParsingContext};
