@@ -130,10 +130,8 @@ impl Model {
             }
             Ok(parsed.model)
         })?;
-        // tract numbers the graph's inputs and initializers first, then its nodes in order.
-        let first_node = graph.nodes().len().saturating_sub(proto_graph.node.len());
-        let preflight = preflight::Preflight::from_graph(proto_graph, first_node)
-            .map_err(Error::InvalidModel)?;
+        let preflight =
+            preflight::Preflight::of_parsed(proto_graph, &graph, 0).map_err(Error::InvalidModel)?;
         let dequantized = dequantized_constants::DequantizedConstants::of(proto_graph);
         Ok(Model {
             info,

@@ -8,7 +8,7 @@
 //! node:
 //!
 //! - attributes that are wrong whatever the input (strides, kernel sizes, permutations) when the
-//!   model is loaded ([`Preflight::from_graph`]);
+//!   model is loaded ([`Preflight::of_parsed`]);
 //! - ranks, shapes and constant values as they become known, node by node, in Tessera's own run
 //!   of tract's fact analysis ([`analyse`]), before tract's rules for that node run;
 //! - sizes: a value tract would fold while typing, and every tensor of the lowered graph, must
@@ -87,10 +87,19 @@ fn int(node: &pb::NodeProto, name: &str, default: i64) -> i64 {
 }
 
 impl Preflight {
-    /// The checks of the graph's nodes. `first_node` is the tract id of the graph's first node
-    /// (tract numbers the graph's inputs and initializers first, then the nodes in order).
-    /// Attributes that are wrong whatever the input are refused here.
-    pub fn from_graph(graph: &pb::GraphProto, first_node: usize) -> Result<Preflight, String> {
+    /// The checks of `graph`'s nodes, as tract-onnx parsed it into `parsed` (reading `outer`
+    /// values from enclosing graphs): tract numbers the graph's inputs and initializers first,
+    /// then its nodes in order, then a source for each outer value. Attributes that are wrong
+    /// whatever the input are refused here.
+    pub fn of_parsed(
+        graph: &pb::GraphProto,
+        parsed: &InferenceModel,
+        outer: usize,
+    ) -> Result<Preflight, String> {
+        let first_node = parsed
+            .nodes()
+            .len()
+            .saturating_sub(graph.node.len() + outer);
         let mut checks = HashMap::new();
         for (ix, node) in graph.node.iter().enumerate() {
             let found = node_checks(node)?;

@@ -40,14 +40,8 @@ pub fn parse(
             .map(|n| outer.iter().position(|o| o == n).map_or(0, |p| p + 1))
             .collect()
     };
-    // tract-onnx numbers a branch's constants, then its nodes in order, then a source for each
-    // outer value it reads.
     let checks = |proto: &GraphProto, body: &InferenceModel, outer: &[String]| {
-        let first_node = body
-            .nodes()
-            .len()
-            .saturating_sub(proto.node.len() + outer.len());
-        Preflight::from_graph(proto, first_node).map_err(|e| anyhow!(e))
+        Preflight::of_parsed(proto, body, outer.len()).map_err(|e| anyhow!(e))
     };
     let then_preflight = checks(then_proto, &then_body, &then_inputs)?;
     let else_preflight = checks(else_proto, &else_body, &else_inputs)?;
