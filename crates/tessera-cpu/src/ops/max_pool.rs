@@ -15,7 +15,8 @@ pub struct FastMaxPool {
     pub window: Window2d,
 }
 
-struct Max;
+/// The fold of a max pool.
+pub(super) struct Max;
 
 impl Fold for Max {
     const EMPTY: f32 = f32::MIN;
