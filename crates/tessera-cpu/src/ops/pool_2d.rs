@@ -327,9 +327,9 @@ struct Taps {
 
 const LANES: usize = 16;
 
-/// `dst[i]` = fold over the taps of `src[tap + i]`: one vector of each tap at a time, out of
-/// place (folding into memory one tap at a time spent short rows in loop overhead, and LLVM made
-/// a max into a masked store).
+/// `dst[i]` = fold over the taps of `src[tap + i]`, out of place (folding into memory one tap at
+/// a time spent short rows in loop overhead, and LLVM made a max into a masked store): 2 or 3
+/// taps in one loop over the values, more one vector of each tap at a time.
 #[inline(always)]
 fn fold_rows<F: Fold>(dst: &mut [f32], src: &[f32], taps: Taps) {
     let len = dst.len();
