@@ -2,15 +2,18 @@
 //! SIMD128) on the host.
 //!
 //! Threads: a pool of `threads` workers (default: as many as `std::thread::available_parallelism`
-//! reports); `threads = 1` runs everything on the calling thread. With a pool, the first runs of
-//! each plan compare pooled and single-threaded execution and keep the faster
-//! ([`threading`]), so more threads are never slower than one. Plans are built per input
-//! signature (shapes plus the values of folded inputs) and kept in a small cache.
+//! reports), the calling thread one of them ([`own_pool`]); `threads = 1` runs everything on the
+//! calling thread alone. With a pool, the first runs of each plan compare pooled and
+//! single-threaded execution and keep the faster ([`threading`]), so more threads are never
+//! slower than one. Plans are built per input signature (shapes plus the values of folded
+//! inputs) and kept in a small cache.
 
 mod flatten_on_activation;
 mod natural_strides;
 mod node_by_node;
 mod ops;
+#[cfg(not(target_family = "wasm"))]
+mod own_pool;
 mod parallel;
 mod plan_graph;
 mod reshape_fusion;
@@ -111,7 +114,9 @@ fn cpu_name() -> String {
 pub struct CpuSession {
     model: Arc<Model>,
     threads: usize,
-    executor: Executor,
+    /// A pool of the session's own, for threads that cannot use theirs ([`own_pool`]).
+    #[cfg(not(target_family = "wasm"))]
+    pool: std::sync::OnceLock<Executor>,
     plans: Mutex<PlanCache<Plan>>,
     /// Which inputs had to be folded for the last plan built; tried first for new signatures.
     folding: Mutex<Option<Folding>>,
@@ -122,24 +127,17 @@ impl CpuSession {
     pub fn new(model: Arc<Model>, options: &CpuOptions) -> Result<CpuSession> {
         // wasm32 has no threads (without atomics): one thread, whatever was asked.
         #[cfg(target_family = "wasm")]
-        let (threads, executor) = {
+        let threads = {
             let _ = options;
-            (1, Executor::SingleThread)
+            1
         };
         #[cfg(not(target_family = "wasm"))]
         let threads = options.threads.unwrap_or_else(default_threads).max(1);
-        #[cfg(not(target_family = "wasm"))]
-        let executor = if threads == 1 {
-            Executor::SingleThread
-        } else {
-            catch_panic("starting the cpu thread pool", || {
-                Ok(Executor::multithread(threads))
-            })?
-        };
         Ok(CpuSession {
             model,
             threads,
-            executor,
+            #[cfg(not(target_family = "wasm"))]
+            pool: std::sync::OnceLock::new(),
             plans: Mutex::new(PlanCache::new(PLAN_CACHE_SIZE)),
             folding: Mutex::new(None),
         })
@@ -168,7 +166,7 @@ impl CpuSession {
         };
         let executor = match mode {
             Mode::SingleThread => Executor::SingleThread,
-            Mode::Pool => self.executor.clone(),
+            Mode::Pool => self.pool()?,
         };
         // Only timed when calibrating threads: `Instant` does not exist in browsers.
         let start = (self.threads > 1).then(Instant::now);
@@ -196,8 +194,27 @@ impl CpuSession {
         Ok(match decided {
             Some(Mode::SingleThread) => Executor::SingleThread,
             _ if self.threads == 1 => Executor::SingleThread,
-            _ => self.executor.clone(),
+            _ => self.pool()?,
         })
+    }
+
+    /// The pool for a pooled run from this thread: the thread's own, else the session's.
+    fn pool(&self) -> Result<Executor> {
+        #[cfg(not(target_family = "wasm"))]
+        {
+            if let Some(own) = own_pool::of_this_thread(self.threads) {
+                return Ok(own);
+            }
+            if let Some(pool) = self.pool.get() {
+                return Ok(pool.clone());
+            }
+            let pool = catch_panic("starting the cpu thread pool", || {
+                Ok(Executor::multithread(self.threads))
+            })?;
+            Ok(self.pool.get_or_init(|| pool).clone())
+        }
+        #[cfg(target_family = "wasm")]
+        Ok(Executor::SingleThread)
     }
 
     /// Builds (or fetches) the plan for these inputs without running it.
@@ -278,4 +295,61 @@ impl CpuSession {
 
 fn poisoned<T>(_: std::sync::PoisonError<T>) -> Error {
     Error::Internal("a previous run panicked while holding the plan cache".into())
+}
+
+#[cfg(all(test, not(target_family = "wasm")))]
+mod tests {
+    use super::*;
+
+    fn example() -> (Arc<Model>, Vec<Tensor>) {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/text-orientation/model.onnx"
+        );
+        let model = Arc::new(Model::load(path).unwrap());
+        let values = (0..3 * 48 * 192).map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0);
+        let input = Tensor::from_vec(vec![1, 3, 48, 192], values.collect()).unwrap();
+        (model, vec![input])
+    }
+
+    /// Runs a `threads` session until its calibration has timed both modes; every run's
+    /// outputs must equal `want` bit for bit (tiles and tasks split whole rows and panels).
+    fn runs_match(model: &Arc<Model>, inputs: &[Tensor], threads: usize, want: &[Tensor]) {
+        let session = CpuSession::new(
+            model.clone(),
+            &CpuOptions {
+                threads: Some(threads),
+            },
+        )
+        .unwrap();
+        let mut runs = 0;
+        while runs < 2 || session.choosing_threads(inputs).unwrap() {
+            let outputs = session.run(inputs.to_vec()).unwrap();
+            for (got, want) in outputs.iter().zip(want) {
+                assert_eq!(
+                    got.as_slice::<f32>().unwrap(),
+                    want.as_slice::<f32>().unwrap()
+                );
+            }
+            runs += 1;
+            assert!(runs < 10_000, "the calibration never decided");
+        }
+    }
+
+    #[test]
+    fn pooled_runs_match_one_thread_from_a_thread_s_own_pool_and_from_outside() {
+        let (model, inputs) = example();
+        let single = CpuSession::new(model.clone(), &CpuOptions { threads: Some(1) }).unwrap();
+        let want = single.run(inputs.clone()).unwrap();
+        std::thread::spawn(move || {
+            // The first pooled session makes this thread worker 0 of a 2-thread pool; the
+            // 3-thread session cannot use it and runs on a pool of its own, from outside.
+            runs_match(&model, &inputs, 2, &want);
+            // Built by the session's pooled runs (else this would build one of 3).
+            assert!(own_pool::of_this_thread(3).is_none());
+            runs_match(&model, &inputs, 3, &want);
+        })
+        .join()
+        .unwrap();
+    }
 }

@@ -1,14 +1,15 @@
 //! The parallel loops of Tessera's cpu ops, on the run's thread pool (tract's executor), with the
 //! calling thread taking its share of the tasks.
 //!
-//! A plan runs op after op on the calling thread. Handing each op's tasks to the pool and
-//! sleeping until they are done (rayon's `install` from outside the pool) costs two wake-ups per
-//! op, a worker's and then the caller's: on models of hundreds of small ops the pool then barely
-//! beat one thread (densenet121 at 2 threads, AMD EPYC: 25.2 ms against 39 on one). Here the
-//! caller takes tasks from a shared counter beside helper jobs on the pool, as onnxruntime's
-//! thread pool has its caller do, and never sleeps; a helper that wakes late finds the tasks
-//! taken. (Running the whole plan on a pool worker instead gained as much but raised
-//! ppocrv4_det's peak memory from 138 to 240 MB.)
+//! A plan runs op after op on the calling thread, normally worker 0 of its own pool
+//! ([`crate::own_pool`]): there rayon's work stealing splits the tasks (equal or faster than the
+//! shared counter below at 2 threads on squeezenet, densenet121, mtcnn_pnet and shufflenet).
+//! From a thread outside the pool, handing each op's tasks to the pool and sleeping until they
+//! are done (rayon's `install`) costs two wake-ups per op, a worker's and then the caller's: on
+//! models of hundreds of small ops the pool then barely beat one thread (densenet121 at 2
+//! threads, AMD EPYC: 25.2 ms against 39 on one). There the caller takes tasks from a shared
+//! counter beside helper jobs on the pool, as onnxruntime's thread pool has its caller do, and
+//! never sleeps; a helper that wakes late finds the tasks taken.
 
 use std::cell::RefCell;
 use tessera_core::tract_onnx::prelude::*;
