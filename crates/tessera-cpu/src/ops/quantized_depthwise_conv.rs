@@ -249,7 +249,10 @@ impl FastQuantizedDepthwiseConv {
             |channel, sums, out| {
                 let (bias, multiplier) = (self.bias[channel], multiplier[channel]);
                 for (y, &sum) in out.iter_mut().zip(sums) {
-                    let level = round_saturated((sum as i32 + bias) as f32 * multiplier, bounds);
+                    // SAFETY: `sum` is an integer below 2²⁴ in magnitude (checked when the op
+                    // was made), so in i32's range; `as` would saturate and keep the loop scalar.
+                    let sum: i32 = unsafe { sum.to_int_unchecked() };
+                    let level = round_saturated((sum + bias) as f32 * multiplier, bounds);
                     *y = O::from_i32(level + zero);
                 }
             },
@@ -271,7 +274,8 @@ impl FastQuantizedDepthwiseConv {
             |channel, sums, out| {
                 let bias = self.bias[channel];
                 for (y, &sum) in out.iter_mut().zip(sums) {
-                    *y = sum as i32 + bias;
+                    // SAFETY: as in `requantize`.
+                    *y = unsafe { sum.to_int_unchecked::<i32>() } + bias;
                 }
             },
         )
