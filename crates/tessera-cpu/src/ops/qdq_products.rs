@@ -716,32 +716,44 @@ mod tests {
             ),
             node("DequantizeLinear", &["pq", "sy", "zy"], "y3", vec![]),
         ];
-        let model = ModelProto {
+        let inputs = vec![
+            value("x", &[1, 2, 5, 5]),
+            value("x2", &[2, 4]),
+            value("x3", &[2, 4]),
+            value("x4", &[4, 3]),
+        ];
+        let outputs = vec![
+            value("y", &[1, 3, 5, 5]),
+            value("y2", &[2, 3]),
+            value("y3", &[2, 3]),
+        ];
+        model_bytes(nodes, initializers, inputs, outputs)
+    }
+
+    /// An opset-13 model of `nodes`, encoded.
+    fn model_bytes(
+        node: Vec<NodeProto>,
+        initializer: Vec<TensorProto>,
+        input: Vec<ValueInfoProto>,
+        output: Vec<ValueInfoProto>,
+    ) -> Vec<u8> {
+        ModelProto {
             ir_version: 8,
             opset_import: vec![OperatorSetIdProto {
                 domain: String::new(),
                 version: 13,
             }],
             graph: Some(GraphProto {
-                name: "qdq".into(),
-                node: nodes,
-                initializer: initializers,
-                input: vec![
-                    value("x", &[1, 2, 5, 5]),
-                    value("x2", &[2, 4]),
-                    value("x3", &[2, 4]),
-                    value("x4", &[4, 3]),
-                ],
-                output: vec![
-                    value("y", &[1, 3, 5, 5]),
-                    value("y2", &[2, 3]),
-                    value("y3", &[2, 3]),
-                ],
+                name: "test".into(),
+                node,
+                initializer,
+                input,
+                output,
                 ..Default::default()
             }),
             ..Default::default()
-        };
-        model.encode_to_vec()
+        }
+        .encode_to_vec()
     }
 
     /// Inputs on the quantization grid (levels − 100, times a power of two): quantizing them is
@@ -877,23 +889,13 @@ mod tests {
             node("DequantizeLinear", &["cq", "sy", "zy"], "y", vec![]),
         ];
         let rows = COLUMN_CONV_ROWS as i64;
-        ModelProto {
-            ir_version: 8,
-            opset_import: vec![OperatorSetIdProto {
-                domain: String::new(),
-                version: 13,
-            }],
-            graph: Some(GraphProto {
-                name: "column_conv".into(),
-                node: nodes,
-                initializer: initializers,
-                input: vec![value("x", &[1, 2, rows, 1])],
-                output: vec![value("y", &[1, out, rows, 1])],
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-        .encode_to_vec()
+        let input = vec![value("x", &[1, 2, rows, 1])];
+        model_bytes(
+            nodes,
+            initializers,
+            input,
+            vec![value("y", &[1, out, rows, 1])],
+        )
     }
 
     fn one_d_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
