@@ -208,9 +208,8 @@ impl CpuSession {
             if let Some(pool) = self.pool.get() {
                 return Ok(pool.clone());
             }
-            let pool = catch_panic("starting the cpu thread pool", || {
-                Ok(Executor::multithread(self.threads))
-            })?;
+            let pool = own_pool::of_session(self.threads)
+                .map_err(|e| Error::Internal(format!("starting the cpu thread pool: {e}")))?;
             Ok(self.pool.get_or_init(|| pool).clone())
         }
         #[cfg(target_family = "wasm")]

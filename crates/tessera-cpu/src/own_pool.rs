@@ -31,10 +31,8 @@ thread_local! {
 pub fn of_this_thread(threads: usize) -> Option<Executor> {
     OWN_POOL.with_borrow_mut(|own| {
         let pool = own.get_or_insert_with(|| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
+            builder(threads)
                 .use_current_thread()
-                .thread_name(|i| format!("tessera-cpu-{i}"))
                 .build()
                 .map(Arc::new)
                 .map_err(drop)
@@ -46,6 +44,21 @@ pub fn of_this_thread(threads: usize) -> Option<Executor> {
             _ => None,
         }
     })
+}
+
+/// A pool of `threads` workers of its own for a session, used from outside
+/// ([`crate::parallel`]); the reason when the OS refuses its threads.
+pub fn of_session(threads: usize) -> Result<Executor, String> {
+    builder(threads)
+        .build()
+        .map(|pool| Executor::MultiThread(Arc::new(pool)))
+        .map_err(|e| e.to_string())
+}
+
+fn builder(threads: usize) -> rayon::ThreadPoolBuilder {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("tessera-cpu-{i}"))
 }
 
 #[cfg(test)]
