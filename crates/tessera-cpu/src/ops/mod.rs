@@ -21,6 +21,7 @@ mod quantize_linear;
 mod quantized_depthwise_conv;
 mod short_softmax;
 mod tap_products;
+mod weight_zero_point;
 
 use tessera_core::tract_onnx::prelude::*;
 #[cfg(not(target_family = "wasm"))]
@@ -75,6 +76,7 @@ fn first_input_is_f32(model: &TypedModel, node: &TypedNode) -> bool {
 pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
     quantize_linear::gather_before_dequantize(model)?;
     quantized_depthwise_conv::use_quantized_depthwise(model)?;
+    weight_zero_point::weight_zero_points_as_row_terms(model)?;
     for id in 0..model.nodes().len() {
         let node = model.node(id);
         let f32_input = first_input_is_f32(model, node);
