@@ -18,6 +18,7 @@ mod max_pool;
 mod pool_2d;
 pub mod qdq_products;
 mod quantize_linear;
+mod quantized_conv_in_f32;
 mod quantized_depthwise_conv;
 mod short_softmax;
 mod tap_products;
@@ -76,6 +77,7 @@ fn first_input_is_f32(model: &TypedModel, node: &TypedNode) -> bool {
 pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
     quantize_linear::gather_before_dequantize(model)?;
     quantized_depthwise_conv::use_quantized_depthwise(model)?;
+    quantized_conv_in_f32::quantized_convs_in_f32(model)?;
     weight_zero_point::weight_zero_points_as_row_terms(model)?;
     for id in 0..model.nodes().len() {
         let node = model.node(id);
