@@ -9,6 +9,7 @@
 //! inputs) and kept in a small cache.
 
 mod flatten_on_activation;
+mod kernel_choice;
 mod natural_strides;
 mod node_by_node;
 mod ops;
@@ -125,6 +126,7 @@ pub struct CpuSession {
 impl CpuSession {
     /// Prepares a session; plans are built lazily, per input signature.
     pub fn new(model: Arc<Model>, options: &CpuOptions) -> Result<CpuSession> {
+        kernel_choice::choose_once();
         // wasm32 has no threads (without atomics): one thread, whatever was asked.
         #[cfg(target_family = "wasm")]
         let threads = {

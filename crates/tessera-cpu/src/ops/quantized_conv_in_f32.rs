@@ -60,7 +60,6 @@ impl EvalOp for CentredF32 {
             DatumType::I8 => centre(plain.as_slice::<i8>()?, zero, out),
             other => bail!("centring {other:?}, not 8-bit integers"),
         }
-        drop(ram);
         Ok(tvec!(output.into_tvalue()))
     }
 }

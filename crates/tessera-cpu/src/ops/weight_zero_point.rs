@@ -106,7 +106,6 @@ impl EvalOp for WeightZeroPointCorrection {
         let mut product = product.into_tensor();
         let mut ram = product.try_as_plain_ram_mut()?;
         subtract_across_columns(ram.as_slice_mut::<i32>()?, &terms, inner);
-        drop(ram);
         Ok(tvec!(product.into_tvalue()))
     }
 }
