@@ -20,6 +20,8 @@ pub mod qdq_products;
 mod quantize_linear;
 mod quantized_conv_in_f32;
 mod quantized_depthwise_conv;
+#[cfg(target_arch = "x86_64")]
+mod quantized_tap_products;
 mod short_softmax;
 mod tap_products;
 mod weight_zero_point;
@@ -73,10 +75,26 @@ fn first_input_is_f32(model: &TypedModel, node: &TypedNode) -> bool {
         .is_some_and(|f| f.datum_type == f32::datum_type())
 }
 
+/// Whether a quantized convolution of `conv`'s geometry runs as integers on Tessera's
+/// VNNI kernel on this CPU (given weights that fit it).
+pub fn quantized_conv_runs_on_vnni(conv: &Conv) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        quantized_tap_products::runs_geometry(conv)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = conv;
+        false
+    }
+}
+
 /// Replaces, in place, the ops of `model` that have a faster cpu version here.
 pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
     quantize_linear::gather_before_dequantize(model)?;
     quantized_depthwise_conv::use_quantized_depthwise(model)?;
+    #[cfg(target_arch = "x86_64")]
+    quantized_tap_products::use_quantized_tap_products(model)?;
     quantized_conv_in_f32::quantized_convs_in_f32(model)?;
     weight_zero_point::weight_zero_points_as_row_terms(model)?;
     for id in 0..model.nodes().len() {

@@ -195,9 +195,10 @@ fn integer_conv(
         return None;
     }
     // Which integer convolutions pay: depthwise ones (Tessera's own op), pointwise ones (a
-    // matrix product for tract) and, through tract's integer im2col — a generic gather whose cost
-    // only a wide product amortizes — those with many output channels. Narrower ones stay
-    // float, on Tessera's convolution: mtcnn's (10 to 128 channels) ran 1.5-2x slower as integers.
+    // matrix product for tract), unit-stride ones where Tessera's VNNI kernel runs them, and,
+    // through tract's integer im2col — a generic gather whose cost only a wide product amortizes
+    // — those with many output channels. Narrower ones stay float, on Tessera's convolution:
+    // mtcnn's (10 to 128 channels) ran 1.5-2x slower as tract's integer ones.
     let pool = &conv.pool_spec;
     let depthwise =
         conv.group > 1 && conv.group == pool.input_channels && conv.group == pool.output_channels;
@@ -207,7 +208,8 @@ fn integer_conv(
             .as_ref()
             .is_none_or(|s| s.iter().all(|&s| s == 1));
     let wide = pool.output_channels >= MIN_IM2COL_CHANNELS;
-    if !(depthwise || (conv.group == 1 && (pointwise || wide))) {
+    let on_vnni = super::quantized_conv_runs_on_vnni(conv);
+    if !(depthwise || (conv.group == 1 && (pointwise || wide || on_vnni))) {
         return None;
     }
     let x = activation(model, node.inputs[0])?;

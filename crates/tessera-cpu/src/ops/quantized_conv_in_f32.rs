@@ -74,7 +74,11 @@ impl TypedOp for CentredF32 {
 }
 
 /// A constant input's values as `T`, or `None` when it is computed.
-fn constant<T: Datum + Copy>(model: &TypedModel, node: &TypedNode, slot: usize) -> Option<Vec<T>> {
+pub(super) fn constant<T: Datum + Copy>(
+    model: &TypedModel,
+    node: &TypedNode,
+    slot: usize,
+) -> Option<Vec<T>> {
     let konst = model
         .outlet_fact(*node.inputs.get(slot)?)
         .ok()?
@@ -104,58 +108,150 @@ fn is_plain_8_bit(dt: DatumType) -> bool {
     dt == u8::datum_type() || dt == i8::datum_type()
 }
 
-/// The rewrite of `node` as a float convolution with exact sums, when it is a quantized
-/// convolution of one group and fewer than [`MIN_INTEGER_CHANNELS`] outputs, over a computed
-/// 8-bit input with one zero point, with constant 8-bit OIHW weights, bias and output parameters,
-/// and every channel's sums bounded below 2²⁴.
+/// A quantized convolution of one group over a computed 8-bit input with one zero point, with
+/// constant 8-bit OIHW weights, bias and output parameters: what both rewrites of this module's
+/// kind read from the node.
+pub(super) struct QuantizedConv {
+    pub conv: Conv,
+    pub channels: usize,
+    /// The input's type (u8 or i8) and its zero point when it is a constant.
+    pub input: DatumType,
+    pub input_zero: Option<i32>,
+    /// `w − w_zero`, one row of `C · kh · kw` per output channel.
+    pub centred: Vec<i32>,
+    pub bias: Vec<i32>,
+    /// How the sums become the output: `None` for a ConvInteger's i32 sums.
+    pub requantize: Option<FastRequantize>,
+}
+
+impl QuantizedConv {
+    pub fn of(model: &TypedModel, node: &TypedNode) -> Option<QuantizedConv> {
+        let conv = node.op_as::<Conv>()?;
+        let output_type = conv.q_params?.unquantized();
+        let channels = conv.pool_spec.output_channels;
+        if node.inputs.len() != 9 || conv.group != 1 || conv.kernel_fmt != KernelFormat::OIHW {
+            return None;
+        }
+        let x = model.outlet_fact(node.inputs[0]).ok()?;
+        let x_zero = model.outlet_fact(node.inputs[3]).ok()?;
+        if x.konst.is_some() || !is_plain_8_bit(x.datum_type) || !x_zero.shape.volume().is_one() {
+            return None;
+        }
+        let weights_fact = model.outlet_fact(node.inputs[1]).ok()?;
+        if !is_plain_8_bit(weights_fact.konst.as_ref()?.datum_type()) {
+            return None;
+        }
+        let weights = constant::<i32>(model, node, 1)?;
+        let bias = per_channel(constant::<i32>(model, node, 2)?, channels)?;
+        let weight_zeros = per_channel(constant::<i32>(model, node, 5)?, channels)?;
+        if channels == 0 || weights.len() % channels != 0 {
+            return None;
+        }
+        let per_output = weights.len() / channels;
+        let centred: Vec<i32> = weights
+            .chunks_exact(per_output)
+            .zip(&weight_zeros)
+            .flat_map(|(row, &zero)| row.iter().map(move |&w| w - zero))
+            .collect();
+        let scalar = |slot: usize| constant::<f32>(model, node, slot).filter(|v| v.len() == 1);
+        let (x_scale, y_scale) = (scalar(4)?[0], scalar(8)?[0]);
+        let weight_scales = per_channel(constant::<f32>(model, node, 6)?, channels)?;
+        let y_zero = constant::<i32>(model, node, 7).filter(|v| v.len() == 1)?[0];
+        let requantize = if output_type == i32::datum_type() {
+            // A ConvInteger: the sums themselves.
+            if x_scale != 1.0
+                || y_scale != 1.0
+                || y_zero != 0
+                || weight_scales.iter().any(|&s| s != 1.0)
+            {
+                return None;
+            }
+            None
+        } else if is_plain_8_bit(output_type) && !conv.pool_spec.data_format.c_is_last() {
+            // onnxruntime's output scale: x_scale · w_scale / y_scale, in f32, in that order.
+            let multiplier = weight_scales
+                .iter()
+                .map(|&w| x_scale * w / y_scale)
+                .collect();
+            Some(FastRequantize {
+                multiplier,
+                axis: 1,
+                zero: y_zero,
+                output: output_type,
+            })
+        } else {
+            return None;
+        };
+        Some(QuantizedConv {
+            conv: conv.clone(),
+            channels,
+            input: x.datum_type,
+            input_zero: constant::<i32>(model, node, 3).map(|z| z[0]),
+            centred,
+            bias,
+            requantize,
+        })
+    }
+
+    /// Wires `sums` (the i32 or exact f32 sums standing for `node`'s output) into `patch`,
+    /// requantized where the node requantizes; returns the wire and the node whose output it
+    /// replaces: the node's, or that of a cast to f32 that alone reads i32 sums given as floats.
+    pub fn wire_output(
+        self,
+        model: &TypedModel,
+        node: &TypedNode,
+        patch: &mut TypedModelPatch,
+        sums: OutletId,
+    ) -> Option<(OutletId, usize)> {
+        let name = &node.name;
+        let floats = patch.outlet_fact(sums).ok()?.datum_type == f32::datum_type();
+        Some(match self.requantize {
+            Some(requantize) => (patch.wire_node(name, requantize, &[sums]).ok()?[0], node.id),
+            None if !floats => (sums, node.id),
+            None => match only_reader(model, node.id).ok()? {
+                // The sums as floats, for a cast to f32 that reads nothing else.
+                Some(reader)
+                    if model
+                        .node(reader)
+                        .op_as::<Cast>()
+                        .is_some_and(|c| c.to == f32::datum_type()) =>
+                {
+                    (sums, reader)
+                }
+                _ => {
+                    let wire = patch
+                        .wire_node(name, cast(i32::datum_type()), &[sums])
+                        .ok()?[0];
+                    (wire, node.id)
+                }
+            },
+        })
+    }
+}
+
+/// The rewrite of `node` as a float convolution with exact sums, when it is a [`QuantizedConv`]
+/// of fewer than [`MIN_INTEGER_CHANNELS`] outputs whose every channel's sums stay below 2²⁴.
 fn float_patch(model: &TypedModel, node: &TypedNode) -> Option<TypedModelPatch> {
-    let conv = node.op_as::<Conv>()?;
-    let output_type = conv.q_params?.unquantized();
-    let channels = conv.pool_spec.output_channels;
-    if node.inputs.len() != 9
-        || conv.group != 1
-        || conv.kernel_fmt != KernelFormat::OIHW
-        || channels >= MIN_INTEGER_CHANNELS
-    {
+    let q = QuantizedConv::of(model, node)?;
+    if q.channels >= MIN_INTEGER_CHANNELS {
         return None;
     }
-    let x = model.outlet_fact(node.inputs[0]).ok()?;
-    let x_zero = model.outlet_fact(node.inputs[3]).ok()?;
-    if x.konst.is_some() || !is_plain_8_bit(x.datum_type) || !x_zero.shape.volume().is_one() {
-        return None;
-    }
-    let weights_fact = model.outlet_fact(node.inputs[1]).ok()?;
-    if !is_plain_8_bit(weights_fact.konst.as_ref()?.datum_type()) {
-        return None;
-    }
-    let weights = constant::<i32>(model, node, 1)?;
-    let bias = per_channel(constant::<i32>(model, node, 2)?, channels)?;
-    let weight_zeros = per_channel(constant::<i32>(model, node, 5)?, channels)?;
-    if channels == 0 || weights.len() % channels != 0 {
-        return None;
-    }
-    let per_output = weights.len() / channels;
-    let centred: Vec<i32> = weights
-        .chunks_exact(per_output)
-        .zip(&weight_zeros)
-        .flat_map(|(row, &zero)| row.iter().map(move |&w| w - zero))
-        .collect();
+    let per_output = q.centred.len() / q.channels;
     // How far an input value can be from its zero point: known when the zero point is a
     // constant, the type's whole range otherwise.
-    let (low, high) = if x.datum_type == u8::datum_type() {
+    let (low, high) = if q.input == u8::datum_type() {
         (0i64, 255i64)
     } else {
         (-128, 127)
     };
-    let x_reach = match constant::<i32>(model, node, 3) {
-        Some(zero) => (zero[0] as i64 - low)
-            .abs()
-            .max((high - zero[0] as i64).abs()),
+    let x_reach = match q.input_zero {
+        Some(zero) => (zero as i64 - low).abs().max((high - zero as i64).abs()),
         None => high - low,
     };
-    let exact = centred
+    let exact = q
+        .centred
         .chunks_exact(per_output)
-        .zip(&bias)
+        .zip(&q.bias)
         .all(|(row, &bias)| {
             let reach: i64 = row.iter().map(|&w| (w as i64).abs()).sum::<i64>() * x_reach;
             (bias as i64).abs() + reach < EXACT_IN_F32
@@ -163,39 +259,7 @@ fn float_patch(model: &TypedModel, node: &TypedNode) -> Option<TypedModelPatch> 
     if !exact {
         return None;
     }
-    let scalar = |slot: usize| constant::<f32>(model, node, slot).filter(|v| v.len() == 1);
-    let (x_scale, y_scale) = (scalar(4)?[0], scalar(8)?[0]);
-    let weight_scales = per_channel(constant::<f32>(model, node, 6)?, channels)?;
-    let y_zero = constant::<i32>(model, node, 7).filter(|v| v.len() == 1)?[0];
-    let requantize = if output_type == i32::datum_type() {
-        // A ConvInteger: the sums themselves.
-        if x_scale != 1.0
-            || y_scale != 1.0
-            || y_zero != 0
-            || weight_scales.iter().any(|&s| s != 1.0)
-        {
-            return None;
-        }
-        None
-    } else if is_plain_8_bit(output_type) {
-        // onnxruntime's output scale: x_scale · w_scale / y_scale, in f32, in that order.
-        let multiplier = weight_scales
-            .iter()
-            .map(|&w| x_scale * w / y_scale)
-            .collect();
-        Some(FastRequantize {
-            multiplier,
-            axis: 1,
-            zero: y_zero,
-            output: output_type,
-        })
-    } else {
-        return None;
-    };
-    if conv.pool_spec.data_format.c_is_last() && requantize.is_some() {
-        return None;
-    }
-
+    let weights_fact = model.outlet_fact(node.inputs[1]).ok()?;
     let name = &node.name;
     let mut patch = TypedModelPatch::new("quantized convolution as an exact float one");
     let x = patch.tap_model(model, node.inputs[0]).ok()?;
@@ -204,47 +268,25 @@ fn float_patch(model: &TypedModel, node: &TypedNode) -> Option<TypedModelPatch> 
         .wire_node(format!("{name}.centred"), CentredF32, &[x, x_zero])
         .ok()?[0];
     let kernel_shape = weights_fact.shape.as_concrete()?.to_vec();
-    let kernel: Vec<f32> = centred.iter().map(|&w| w as f32).collect();
+    let kernel: Vec<f32> = q.centred.iter().map(|&w| w as f32).collect();
     let kernel = patch
         .add_const(
             format!("{name}.kernel_f32"),
             Tensor::from_shape(&kernel_shape, &kernel).ok()?,
         )
         .ok()?;
-    let bias: Vec<f32> = bias.iter().map(|&b| b as f32).collect();
+    let bias: Vec<f32> = q.bias.iter().map(|&b| b as f32).collect();
     let bias = patch
         .add_const(format!("{name}.bias_f32"), tensor1(&bias))
         .ok()?;
     let float = Conv {
         q_params: None,
-        ..conv.clone()
+        ..q.conv.clone()
     };
     let sums = patch
         .wire_node(format!("{name}.f32"), float, &[x, kernel, bias])
         .ok()?[0];
-    let (output, replaced) = match requantize {
-        Some(requantize) => {
-            let wire = patch.wire_node(name, requantize, &[sums]).ok()?[0];
-            (wire, node.id)
-        }
-        None => match only_reader(model, node.id).ok()? {
-            // The sums as floats, for a cast to f32 that reads nothing else.
-            Some(reader)
-                if model
-                    .node(reader)
-                    .op_as::<Cast>()
-                    .is_some_and(|c| c.to == f32::datum_type()) =>
-            {
-                (sums, reader)
-            }
-            _ => {
-                let wire = patch
-                    .wire_node(name, cast(i32::datum_type()), &[sums])
-                    .ok()?[0];
-                (wire, node.id)
-            }
-        },
-    };
+    let (output, replaced) = q.wire_output(model, node, &mut patch, sums)?;
     patch
         .shunt_outside(model, OutletId::new(replaced, 0), output)
         .ok()?;
