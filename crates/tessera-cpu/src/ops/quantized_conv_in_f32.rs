@@ -11,6 +11,10 @@
 //! every one exactly, whatever the order of the sums. The convolution then runs as Tessera's float
 //! one. Its sums are the ConvInteger's output (as floats when a cast to f32 is all that reads
 //! them), or requantized as onnxruntime does for a QLinearConv ([`FastRequantize`]).
+//!
+//! Where the VNNI kernel runs a quantized convolution (`quantized_tap_products`, x86-64) it
+//! takes it first; this is the path for the rest: strided ones, weights whose centred values
+//! leave i8 (dynamic u8 ones), CPUs without VNNI (arm64 boards).
 
 use super::quantize_linear::FastRequantize;
 use crate::plan_graph::only_reader;
