@@ -17,6 +17,7 @@
 //! leave i8 (dynamic u8 ones), CPUs without VNNI (arm64 boards).
 
 use super::quantize_linear::FastRequantize;
+use super::quantized_depthwise_conv::{constant, per_channel};
 use crate::plan_graph::only_reader;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
@@ -74,37 +75,6 @@ impl TypedOp for CentredF32 {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
         ensure!(inputs.len() == 2 && inputs[1].shape.volume().is_one());
         Ok(tvec!(f32::fact(inputs[0].shape.clone())))
-    }
-}
-
-/// A constant input's values as `T`, or `None` when it is computed.
-pub(super) fn constant<T: Datum + Copy>(
-    model: &TypedModel,
-    node: &TypedNode,
-    slot: usize,
-) -> Option<Vec<T>> {
-    let konst = model
-        .outlet_fact(*node.inputs.get(slot)?)
-        .ok()?
-        .konst
-        .clone()?;
-    let values = konst.cast_to::<T>().ok()?;
-    Some(
-        values
-            .try_as_plain_ram()
-            .ok()?
-            .as_slice::<T>()
-            .ok()?
-            .to_vec(),
-    )
-}
-
-/// One value per channel from `values`: the value itself for a scalar, else exactly `channels`.
-fn per_channel<T: Copy>(values: Vec<T>, channels: usize) -> Option<Vec<T>> {
-    match values.len() {
-        1 => Some(vec![values[0]; channels]),
-        n if n == channels => Some(values),
-        _ => None,
     }
 }
 

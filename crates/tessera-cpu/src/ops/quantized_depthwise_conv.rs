@@ -57,7 +57,11 @@ pub enum Output {
 }
 
 /// A constant input's values as i32 or f32, or `None` when the input is computed at run time.
-fn constant<T: Datum + Copy>(model: &TypedModel, node: &TypedNode, slot: usize) -> Option<Vec<T>> {
+pub(super) fn constant<T: Datum + Copy>(
+    model: &TypedModel,
+    node: &TypedNode,
+    slot: usize,
+) -> Option<Vec<T>> {
     let fact = model.outlet_fact(*node.inputs.get(slot)?).ok()?;
     let value = fact.konst.as_ref()?.cast_to::<T>().ok()?;
     Some(
@@ -71,7 +75,7 @@ fn constant<T: Datum + Copy>(model: &TypedModel, node: &TypedNode, slot: usize) 
 }
 
 /// One value per channel from `values`: the value itself for a scalar, else exactly `channels`.
-fn per_channel<T: Copy>(values: Vec<T>, channels: usize) -> Option<Vec<T>> {
+pub(super) fn per_channel<T: Copy>(values: Vec<T>, channels: usize) -> Option<Vec<T>> {
     match values.len() {
         1 => Some(vec![values[0]; channels]),
         n if n == channels => Some(values),
@@ -335,6 +339,22 @@ impl FastQuantizedDepthwiseConv {
     }
 }
 
+/// A quantized convolution's input zero point: `constant`, or else its second input (known at
+/// run time, a DynamicQuantizeLinear's), one value.
+pub(super) fn input_zero_point(constant: Option<i32>, inputs: &[TValue]) -> TractResult<i32> {
+    match (constant, inputs.get(1)) {
+        (Some(zero), None) => Ok(zero),
+        (None, Some(zero)) => {
+            ensure!(
+                zero.len() == 1,
+                "a quantized convolution's input zero point is one value"
+            );
+            zero.cast_to_scalar::<i32>()
+        }
+        _ => bail!("a quantized convolution got {} inputs", inputs.len()),
+    }
+}
+
 /// The values of u8 or i8.
 fn eight_bit_range(dt: DatumType) -> (i32, i32) {
     if dt == u8::datum_type() {
@@ -356,21 +376,7 @@ impl EvalOp for FastQuantizedDepthwiseConv {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let input_zero = match (self.input_zero, inputs.get(1)) {
-            (Some(zero), None) => zero,
-            (None, Some(zero)) => {
-                let zero = zero.cast_to::<i32>()?;
-                let zero = zero.try_as_plain_ram()?;
-                match zero.as_slice::<i32>()? {
-                    [zero] => *zero,
-                    _ => bail!("a quantized convolution's input zero point is one value"),
-                }
-            }
-            _ => bail!(
-                "a quantized depthwise convolution got {} inputs",
-                inputs.len()
-            ),
-        };
+        let input_zero = input_zero_point(self.input_zero, &inputs)?;
         let output = if self.input == u8::datum_type() {
             self.eval_as::<u8>(&inputs[0], input_zero)?
         } else {

@@ -15,6 +15,7 @@
 //! `Σ (x − x_zero)(w − w_zero) + bias = Σ x·(w − w_zero) − x_zero·Σ (w − w_zero) + bias`.
 
 use super::quantized_conv_in_f32::QuantizedConv;
+use super::quantized_depthwise_conv::input_zero_point;
 use crate::parallel;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
@@ -445,11 +446,7 @@ impl EvalOp for FastQuantizedConv {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let input_zero = match (self.input_zero, inputs.get(1)) {
-            (Some(zero), None) => zero,
-            (None, Some(zero)) => zero.cast_to_scalar::<i32>()?,
-            _ => bail!("a quantized convolution got {} inputs", inputs.len()),
-        };
+        let input_zero = input_zero_point(self.input_zero, &inputs)?;
         let output = if self.input == u8::datum_type() {
             self.eval_as::<u8>(&inputs[0], input_zero)?
         } else {
