@@ -89,12 +89,25 @@ pub fn quantized_conv_runs_on_vnni(conv: &Conv) -> bool {
     }
 }
 
+/// Runs every quantized convolution of `model` that Tessera's VNNI kernel takes on it (x86-64
+/// with VNNI; elsewhere none). Returns how many.
+pub fn quantized_convs_on_vnni(model: &mut TypedModel) -> TractResult<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        quantized_tap_products::use_quantized_tap_products(model)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = model;
+        Ok(0)
+    }
+}
+
 /// Replaces, in place, the ops of `model` that have a faster cpu version here.
 pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
     quantize_linear::gather_before_dequantize(model)?;
     quantized_depthwise_conv::use_quantized_depthwise(model)?;
-    #[cfg(target_arch = "x86_64")]
-    quantized_tap_products::use_quantized_tap_products(model)?;
+    quantized_convs_on_vnni(model)?;
     quantized_conv_in_f32::quantized_convs_in_f32(model)?;
     weight_zero_point::weight_zero_points_as_row_terms(model)?;
     for id in 0..model.nodes().len() {

@@ -533,6 +533,8 @@ pub fn integer_products(model: &mut TypedModel, source: &Model) -> TractResult<u
             patch.apply(model)?;
         }
     }
+    // Before tract's declutter makes the 1×1 ones matrix products for its own integer kernel.
+    super::quantized_convs_on_vnni(model)?;
     Ok(count)
 }
 

@@ -534,7 +534,7 @@ mod tests {
         dilation: [usize; 2],
     }
 
-    const GEOMETRIES: [Geometry; 3] = [
+    const GEOMETRIES: [Geometry; 4] = [
         Geometry {
             c: 5,
             m: 7,
@@ -560,6 +560,16 @@ mod tests {
             w: 0,
             kernel: [5, 1],
             pads: [2, 0],
+            dilation: [1, 1],
+        },
+        // Pointwise (1×1), many input channels: the products tract would run as a matrix one.
+        Geometry {
+            c: 37,
+            m: 9,
+            h: 7,
+            w: 13,
+            kernel: [1, 1],
+            pads: [0, 0],
             dilation: [1, 1],
         },
     ];
