@@ -17,6 +17,7 @@
 use super::quantized_conv_in_f32::QuantizedConv;
 use super::quantized_depthwise_conv::input_zero_point;
 use crate::parallel;
+use std::cell::RefCell;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
 use tessera_core::tract_onnx::tract_core::ops::cnn::Conv;
@@ -78,6 +79,31 @@ pub struct FastQuantizedConv {
     pub input_zero: Option<i32>,
     /// u8 or i8.
     pub input: DatumType,
+    /// Where each quad-tap starts from the output position ([`Self::offsets`]).
+    pub offsets: Vec<usize>,
+}
+
+thread_local! {
+    /// Each thread's input quads and sums, kept between runs so that no run allocates them.
+    static KEPT: RefCell<(Vec<i32>, Vec<i32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// `f` with this thread's kept buffers, `quads` and `sums` long (contents left from earlier
+/// runs); a nested call, should there be one, gets buffers of its own.
+fn with_kept<R>(quads: usize, sums: usize, f: impl FnOnce(&mut [i32], &mut [i32]) -> R) -> R {
+    let use_buffers = |(q, s): &mut (Vec<i32>, Vec<i32>)| {
+        if q.len() < quads {
+            q.resize(quads, 0);
+        }
+        if s.len() < sums {
+            s.resize(sums, 0);
+        }
+        f(&mut q[..quads], &mut s[..sums])
+    };
+    KEPT.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buffers) => use_buffers(&mut buffers),
+        Err(_) => use_buffers(&mut (Vec::new(), Vec::new())),
+    })
 }
 
 impl FastQuantizedConv {
@@ -104,7 +130,11 @@ impl FastQuantizedConv {
             padding[0].convoluted,
             padding.get(1).map_or(1, |p| p.convoluted),
         ];
-        if input_shape[1] != spec.input_channels || output_hw.contains(&0) {
+        if input_shape[1] != spec.input_channels
+            || output_hw.contains(&0)
+            || kernel.contains(&0)
+            || dilation.contains(&0)
+        {
             return None;
         }
         let (channels, depth) = (q.channels, spec.input_channels * kernel[0] * kernel[1]);
@@ -113,7 +143,13 @@ impl FastQuantizedConv {
         {
             return None;
         }
-        Some(FastQuantizedConv {
+        // Every i32 on the way stays in range: the kernel's sums (at most 255 · 128 per product)
+        // and the correction (the zero point, up to 255, times as much) plus the bias.
+        let largest_bias = q.bias.iter().map(|&b| (b as i64).abs()).max().unwrap_or(0);
+        if largest_bias + 2 * 255 * 128 * depth as i64 > i32::MAX as i64 {
+            return None;
+        }
+        let mut fast = FastQuantizedConv {
             input_shape,
             rank,
             output_channels: channels,
@@ -135,7 +171,10 @@ impl FastQuantizedConv {
             bias: q.bias.clone(),
             input_zero: q.input_zero,
             input: q.input,
-        })
+            offsets: vec![],
+        };
+        fast.offsets = fast.offsets();
+        Some(fast)
     }
 
     /// Rows and columns of the padded input the outputs read (unit stride).
@@ -194,6 +233,61 @@ impl FastQuantizedConv {
         }
     }
 
+    /// One image's sums (`[output channels][rows × padded width]`, before the correction) into
+    /// `sums`, through its quads laid out in `quads` ([`Self::lay_out`]).
+    fn convolve_image<T: Copy + Into<i32>>(
+        &self,
+        image: &[T],
+        zero_u8: u8,
+        quads: &mut [i32],
+        sums: &mut [i32],
+    ) -> TractResult<()> {
+        let [ho, wp] = [self.output_hw[0], self.padded_hw()[1]];
+        let positions = ho * wp;
+        ensure!(
+            sums.len() >= self.output_channels * positions,
+            "quantized tap products: the sums are smaller than their geometry"
+        );
+        // SAFETY: the bytes of the quads' own i32 values (x86-64: little-endian, so byte `i`
+        // of a value is channel `i` of its quad, as the kernel pairs them).
+        let bytes = unsafe {
+            std::slice::from_raw_parts_mut(quads.as_mut_ptr() as *mut u8, quads.len() * 4)
+        };
+        self.lay_out(image, zero_u8, bytes);
+        let sums_at = SharedSums(sums.as_mut_ptr());
+        // Tasks over runs of positions and, where those are few (a 1-D convolution over a short
+        // sequence), groups of channel blocks too.
+        let position_tasks = positions.div_ceil(TASK_POSITIONS);
+        let blocks = self.output_channels.div_ceil(CHANNELS);
+        let per_group = blocks.div_ceil(MIN_TASKS.div_ceil(position_tasks).min(blocks));
+        let groups = blocks.div_ceil(per_group);
+        let quads = &*quads;
+        parallel::for_each(position_tasks * groups, 0, |_, task| {
+            let (run, group) = (task / groups, task % groups);
+            let first = run * TASK_POSITIONS;
+            let count = (positions - first).min(TASK_POSITIONS);
+            let blocks = group * per_group..((group + 1) * per_group).min(blocks);
+            // SAFETY: AVX-512 VNNI is present (the caller checked); every read lies inside
+            // `quads` (the caller's length covers the farthest offset plus a row); the task
+            // writes positions `first..first + count` of each row of `sums` (checked long
+            // enough above), rows `positions` apart, which no other task writes.
+            unsafe {
+                products(
+                    quads,
+                    &self.offsets,
+                    &self.packed,
+                    self.output_channels,
+                    blocks,
+                    first,
+                    count,
+                    sums_at.get(),
+                    positions,
+                )
+            };
+            Ok(())
+        })
+    }
+
     fn eval_as<T: Datum + Copy + Into<i32>>(
         &self,
         input: &TValue,
@@ -218,12 +312,9 @@ impl FastQuantizedConv {
         let values = plain.as_slice::<T>()?;
         let [hp, wp] = self.padded_hw();
         let [ho, wo] = self.output_hw;
-        let offsets = self.offsets();
         let positions = ho * wp;
         // Reads reach past the last plane by at most a row (the columns beyond the outputs).
         let quad_len = c.div_ceil(4) * hp * wp + wp + LANES;
-        let mut quads = vec![0i32; quad_len];
-        let mut sums = vec![0i32; self.output_channels * positions];
         let mut output = Tensor::zero::<i32>(&self.output_shape())?;
         let mut out_ram = output.try_as_plain_ram_mut()?;
         let out = out_ram.as_slice_mut::<i32>()?;
@@ -233,59 +324,26 @@ impl FastQuantizedConv {
             .zip(&self.bias)
             .map(|(&s, &b)| b - zero_u8 as i32 * s)
             .collect();
-        for (image, out) in values
-            .chunks_exact(c * h * w)
-            .zip(out.chunks_exact_mut(self.output_channels * ho * wo))
-        {
-            // SAFETY: the bytes of the quads' own i32 values (x86-64: little-endian, so byte `i`
-            // of a value is channel `i` of its quad, as the kernel pairs them).
-            let bytes = unsafe {
-                std::slice::from_raw_parts_mut(quads.as_mut_ptr() as *mut u8, quads.len() * 4)
-            };
-            self.lay_out(image, zero_u8, bytes);
-            let sums_at = SharedSums(sums.as_mut_ptr());
-            // Tasks over runs of positions and, where those are few (a 1-D convolution over
-            // a short sequence), groups of channel blocks too.
-            let position_tasks = positions.div_ceil(TASK_POSITIONS);
-            let blocks = self.output_channels.div_ceil(CHANNELS);
-            let per_group = blocks.div_ceil(MIN_TASKS.div_ceil(position_tasks).min(blocks));
-            let groups = blocks.div_ceil(per_group);
-            parallel::for_each(position_tasks * groups, 0, |_, task| {
-                let (run, group) = (task / groups, task % groups);
-                let first = run * TASK_POSITIONS;
-                let count = (positions - first).min(TASK_POSITIONS);
-                let blocks = group * per_group..((group + 1) * per_group).min(blocks);
-                // SAFETY: AVX-512 VNNI is present (checked above); every read lies inside
-                // `quads` (`quad_len` covers the farthest offset plus a row); the task
-                // writes positions `first..first + count` of each row of `sums`, rows
-                // `positions` apart, which no other task writes.
-                unsafe {
-                    products(
-                        &quads,
-                        &offsets,
-                        &self.packed,
-                        self.output_channels,
-                        blocks,
-                        first,
-                        count,
-                        sums_at.get(),
-                        positions,
-                    )
-                };
-                Ok(())
-            })?;
-            for ((out, sums), &correction) in out
-                .chunks_exact_mut(ho * wo)
-                .zip(sums.chunks_exact(positions))
-                .zip(&corrections)
+        with_kept(quad_len, self.output_channels * positions, |quads, sums| {
+            for (image, out) in values
+                .chunks_exact(c * h * w)
+                .zip(out.chunks_exact_mut(self.output_channels * ho * wo))
             {
-                for (out, sums) in out.chunks_exact_mut(wo).zip(sums.chunks_exact(wp)) {
-                    for (o, &s) in out.iter_mut().zip(sums) {
-                        *o = s + correction;
+                self.convolve_image(image, zero_u8, quads, sums)?;
+                for ((out, sums), &correction) in out
+                    .chunks_exact_mut(ho * wo)
+                    .zip(sums.chunks_exact(positions))
+                    .zip(&corrections)
+                {
+                    for (out, sums) in out.chunks_exact_mut(wo).zip(sums.chunks_exact(wp)) {
+                        for (o, &s) in out.iter_mut().zip(sums) {
+                            *o = s + correction;
+                        }
                     }
                 }
             }
-        }
+            TractResult::Ok(())
+        })?;
         Ok(output)
     }
 }

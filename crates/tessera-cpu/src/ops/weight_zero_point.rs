@@ -211,6 +211,14 @@ fn row_term_patch(model: &TypedModel, node: &TypedNode) -> Option<TypedModelPatc
         return None;
     }
     let k_axis = a_spec.chars().position(|c| c == *k)?;
+    // The term, `factor · Σ_k (a − a0)` (each difference at most 255), stays an i32.
+    let k_size = b_spec
+        .chars()
+        .position(|c| c == *k)
+        .map(|ix| b.shape()[ix])?;
+    if k_size as i64 * 255 * (factor as i64).abs() > i32::MAX as i64 {
+        return None;
+    }
 
     let name = &node.name;
     let mut patch = TypedModelPatch::new("weight zero point as a row term");
