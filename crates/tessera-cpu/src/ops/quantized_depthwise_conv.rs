@@ -20,6 +20,7 @@ use super::quantize_linear::{FastRequantize, Quantized, bounds, round_saturated}
 use crate::plan_graph::only_reader;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
+use tessera_core::tract_onnx::tract_core::ops::cast::Cast;
 use tessera_core::tract_onnx::tract_core::ops::cnn::Conv;
 
 /// Integers of magnitude below this are exact in f32.
@@ -57,15 +58,35 @@ pub enum Output {
 }
 
 /// A constant input's values as i32 or f32, or `None` when the input is computed at run time.
+/// Before tract's declutter a constant may still sit behind a cast (tract-onnx casts
+/// QLinearConv's bias to i32): read through it.
 pub(super) fn constant<T: Datum + Copy>(
     model: &TypedModel,
     node: &TypedNode,
     slot: usize,
 ) -> Option<Vec<T>> {
-    let fact = model.outlet_fact(*node.inputs.get(slot)?).ok()?;
-    let value = fact.konst.as_ref()?.cast_to::<T>().ok()?;
+    let outlet = *node.inputs.get(slot)?;
+    let fact = model.outlet_fact(outlet).ok()?;
+    let cast_constant;
+    let konst = match &fact.konst {
+        Some(konst) => konst.as_ref(),
+        None => {
+            let producer = model.node(outlet.node);
+            let cast = producer.op_as::<Cast>()?;
+            let source = model.outlet_fact(*producer.inputs.first()?).ok()?;
+            cast_constant = source
+                .konst
+                .as_ref()?
+                .cast_to_dt(cast.to)
+                .ok()?
+                .into_owned();
+            &cast_constant
+        }
+    };
     Some(
-        value
+        konst
+            .cast_to::<T>()
+            .ok()?
             .try_as_plain_ram()
             .ok()?
             .as_slice::<T>()

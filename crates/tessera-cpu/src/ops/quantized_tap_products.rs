@@ -785,6 +785,53 @@ mod tests {
         }
     }
 
+    /// Before tract's declutter, tract-onnx's QLinearConv reads its bias through a cast: the
+    /// pass that runs then (before 1×1 convolutions become matrix products) reads through it.
+    #[test]
+    fn a_bias_behind_a_cast_is_read_before_declutter() {
+        use tessera_core::tract_onnx::tract_core::ops::cast::cast;
+        let g = &GEOMETRIES[0];
+        let shape = [1, g.c, g.h, g.w];
+        let weights: Vec<i8> = levels(g.m * g.c * 9, 3)
+            .iter()
+            .map(|&b| (b as i8).max(-126))
+            .collect();
+        let mut model = conv_integer::<i8, i8>(g, Some(-3), &weights, 2);
+        let conv = model.node_by_name("conv").unwrap().id;
+        let bias: Vec<i64> = (0..g.m as i64).map(|c| (c - 3) * 977).collect();
+        let bias = model.add_const("bias_i64", tensor1(&bias)).unwrap();
+        // Added, not wired: wiring would fold the cast into a constant, which tract-onnx's
+        // translation does not do.
+        let cast = model
+            .add_node(
+                "bias_cast",
+                cast(i32::datum_type()),
+                tvec![i32::fact([g.m])],
+            )
+            .unwrap();
+        model.add_edge(bias, InletId::new(cast, 0)).unwrap();
+        model
+            .add_edge(OutletId::new(cast, 0), InletId::new(conv, 2))
+            .unwrap();
+        assert!(
+            model
+                .outlet_fact(OutletId::new(cast, 0))
+                .unwrap()
+                .konst
+                .is_none()
+        );
+        if replaced(&mut model) == 1 {
+            let x: Vec<i8> = levels(g.c * g.h * g.w, 5)
+                .iter()
+                .map(|&b| b as i8)
+                .collect();
+            let got = run(model, Tensor::from_shape(&shape, &x).unwrap(), -3);
+            let xs: Vec<i32> = x.iter().map(|&v| v as i32).collect();
+            let ws: Vec<i32> = weights.iter().map(|&v| v as i32).collect();
+            assert_eq!(got, reference(g, &xs, -3, &ws, 2));
+        }
+    }
+
     #[test]
     fn weights_whose_centred_values_leave_i8_stay_with_the_other_paths() {
         let g = &GEOMETRIES[0];
