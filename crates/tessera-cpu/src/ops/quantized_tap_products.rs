@@ -208,8 +208,14 @@ impl FastQuantizedConv {
     }
 
     /// One image's input (`[C][H][W]`) as quads of channels over the padded plane, as u8 (an i8
-    /// input shifted by 128), padding and the last quad's missing channels the zero point.
-    fn lay_out<T: Copy + Into<i32>>(&self, image: &[T], zero_u8: u8, quads: &mut [u8]) {
+    /// input shifted by 128), padding and the last quad's missing channels the zero point. Quads
+    /// in parallel: on one thread this pass held back the convolution's second.
+    fn lay_out<T: Copy + Into<i32> + Sync>(
+        &self,
+        image: &[T],
+        zero_u8: u8,
+        quads: &mut [u8],
+    ) -> TractResult<()> {
         let [_, c, h, w] = self.input_shape;
         let [hp, wp] = self.padded_hw();
         let shift = if self.input == i8::datum_type() {
@@ -217,25 +223,35 @@ impl FastQuantizedConv {
         } else {
             0
         };
-        quads.fill(zero_u8);
-        for (channel, plane) in image.chunks_exact(h * w).take(c).enumerate() {
-            let (quad, byte) = (channel / 4, channel % 4);
-            for (y, row) in plane.chunks_exact(w).enumerate() {
-                let py = y + self.pad_before[0];
-                if py >= hp {
-                    break;
-                }
-                let start = (quad * hp + py) * wp + self.pad_before[1];
-                for (x, &v) in row.iter().enumerate().take(wp - self.pad_before[1]) {
-                    quads[(start + x) * 4 + byte] = (v.into() + shift) as u8;
+        let plane = hp * wp * 4;
+        let (laid, tail) = quads.split_at_mut(c.div_ceil(4) * plane);
+        // Read only for the columns past the outputs: the zero point, as the padding.
+        tail.fill(zero_u8);
+        let columns = w.min(wp - self.pad_before[1]);
+        let rows = h.min(hp.saturating_sub(self.pad_before[0]));
+        parallel::par_chunks_mut(laid, plane, c * hp * wp, |first_quad, block| {
+            for (q, quad) in block.chunks_exact_mut(plane).enumerate() {
+                quad.fill(zero_u8);
+                let channels = (first_quad + q) * 4..((first_quad + q) * 4 + 4).min(c);
+                for (byte, channel) in channels.enumerate() {
+                    let source = &image[channel * h * w..][..h * w];
+                    for y in 0..rows {
+                        let start = ((y + self.pad_before[0]) * wp + self.pad_before[1]) * 4;
+                        let row = &source[y * w..][..columns];
+                        let laid = &mut quad[start..][..columns * 4];
+                        for (quad, &v) in laid.chunks_exact_mut(4).zip(row) {
+                            quad[byte] = (v.into() + shift) as u8;
+                        }
+                    }
                 }
             }
-        }
+            Ok(())
+        })
     }
 
     /// One image's sums (`[output channels][rows × padded width]`, before the correction) into
     /// `sums`, through its quads laid out in `quads` ([`Self::lay_out`]).
-    fn convolve_image<T: Copy + Into<i32>>(
+    fn convolve_image<T: Copy + Into<i32> + Sync>(
         &self,
         image: &[T],
         zero_u8: u8,
@@ -253,7 +269,7 @@ impl FastQuantizedConv {
         let bytes = unsafe {
             std::slice::from_raw_parts_mut(quads.as_mut_ptr() as *mut u8, quads.len() * 4)
         };
-        self.lay_out(image, zero_u8, bytes);
+        self.lay_out(image, zero_u8, bytes)?;
         let sums_at = SharedSums(sums.as_mut_ptr());
         // Tasks over runs of positions and, where those are few (a 1-D convolution over a short
         // sequence), groups of channel blocks too.
@@ -288,7 +304,7 @@ impl FastQuantizedConv {
         })
     }
 
-    fn eval_as<T: Datum + Copy + Into<i32>>(
+    fn eval_as<T: Datum + Copy + Into<i32> + Sync>(
         &self,
         input: &TValue,
         input_zero: i32,
@@ -330,17 +346,20 @@ impl FastQuantizedConv {
                 .zip(out.chunks_exact_mut(self.output_channels * ho * wo))
             {
                 self.convolve_image(image, zero_u8, quads, sums)?;
-                for ((out, sums), &correction) in out
-                    .chunks_exact_mut(ho * wo)
-                    .zip(sums.chunks_exact(positions))
-                    .zip(&corrections)
-                {
-                    for (out, sums) in out.chunks_exact_mut(wo).zip(sums.chunks_exact(wp)) {
-                        for (o, &s) in out.iter_mut().zip(sums) {
-                            *o = s + correction;
+                let sums = &*sums;
+                // Output channels in parallel, as the products before them.
+                parallel::par_chunks_mut(out, ho * wo, out.len(), |first, channels| {
+                    for (o, out) in channels.chunks_exact_mut(ho * wo).enumerate() {
+                        let sums = &sums[(first + o) * positions..][..positions];
+                        let correction = corrections[first + o];
+                        for (out, sums) in out.chunks_exact_mut(wo).zip(sums.chunks_exact(wp)) {
+                            for (o, &s) in out.iter_mut().zip(sums) {
+                                *o = s + correction;
+                            }
                         }
                     }
-                }
+                    Ok(())
+                })?;
             }
             TractResult::Ok(())
         })?;
