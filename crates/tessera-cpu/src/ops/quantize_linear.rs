@@ -219,8 +219,8 @@ impl FastDequantizeLinear {
         let (scale, zero_point) = (self.scale, self.zero_point);
         let mut ys = output.try_as_plain_ram_mut()?;
         let (ys, xs) = (ys.as_slice_mut::<f32>()?, plain.as_slice::<T>()?);
-        // One thread: a convert and a multiply per value is less work than splitting it
-        // (measured slower on 2 threads in ppocrv4_rec QOperator's, 0.8 -> 1.1 ms).
+        // One thread: a convert and a multiply per value cost less than splitting them (split,
+        // ppocrv4_rec QOperator's took 1.1 ms at 2 threads instead of 0.8).
         crate::simd::widest(
             #[inline(always)]
             || {

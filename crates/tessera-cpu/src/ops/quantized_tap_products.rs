@@ -209,7 +209,7 @@ impl FastQuantizedConv {
 
     /// One image's input (`[C][H][W]`) as quads of channels over the padded plane, as u8 (an i8
     /// input shifted by 128), padding and the last quad's missing channels the zero point. Quads
-    /// in parallel: on one thread this pass held back the convolution's second.
+    /// in parallel: on one thread this pass left the others idle before the products.
     fn lay_out<T: Copy + Into<i32> + Sync>(
         &self,
         image: &[T],
