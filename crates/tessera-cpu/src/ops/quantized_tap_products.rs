@@ -334,12 +334,6 @@ impl FastQuantizedConv {
         let mut output = Tensor::zero::<i32>(&self.output_shape())?;
         let mut out_ram = output.try_as_plain_ram_mut()?;
         let out = out_ram.as_slice_mut::<i32>()?;
-        let corrections: Vec<i32> = self
-            .weight_sums
-            .iter()
-            .zip(&self.bias)
-            .map(|(&s, &b)| b - zero_u8 as i32 * s)
-            .collect();
         with_kept(quad_len, self.output_channels * positions, |quads, sums| {
             for (image, out) in values
                 .chunks_exact(c * h * w)
@@ -350,8 +344,10 @@ impl FastQuantizedConv {
                 // Output channels in parallel, as the products before them.
                 parallel::par_chunks_mut(out, ho * wo, out.len(), |first, channels| {
                     for (o, out) in channels.chunks_exact_mut(ho * wo).enumerate() {
-                        let sums = &sums[(first + o) * positions..][..positions];
-                        let correction = corrections[first + o];
+                        let channel = first + o;
+                        let sums = &sums[channel * positions..][..positions];
+                        let correction =
+                            self.bias[channel] - zero_u8 as i32 * self.weight_sums[channel];
                         for (out, sums) in out.chunks_exact_mut(wo).zip(sums.chunks_exact(wp)) {
                             for (o, &s) in out.iter_mut().zip(sums) {
                                 *o = s + correction;
