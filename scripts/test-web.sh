@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The browser/Node.js package: builds the wasm module and the npm package (web/build.sh), then
 # runs its tests in Node.js (cpu) and in headless Chromium (webgpu on SwiftShader, and cpu).
-# Installs what a fresh machine lacks: Chromium, the wasm target, wasm-bindgen-cli, npm packages.
+# Installs what a fresh machine lacks: Chromium, the wasm target (stable and nightly, with
+# nightly's rust-src for the threaded module), wasm-bindgen-cli, npm packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,11 @@ scripts/ensure-packages.sh chromium=chromium
 wasm_toolchain() {
     rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
         || rustup target add wasm32-unknown-unknown
+    # The threaded module rebuilds std with atomics: nightly, its rust-src and wasm target.
+    rustup target list --installed --toolchain nightly 2>/dev/null | grep -qx wasm32-unknown-unknown \
+        || rustup target add wasm32-unknown-unknown --toolchain nightly
+    rustup component list --installed --toolchain nightly 2>/dev/null | grep -q '^rust-src' \
+        || rustup component add rust-src --toolchain nightly
     # The CLI must match the wasm-bindgen crate exactly (the glue format changes between versions).
     local wanted
     wanted="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)"
@@ -20,10 +26,17 @@ wasm_toolchain() {
     fi
 }
 export -f wasm_toolchain
-step "wasm toolchain (target, wasm-bindgen-cli)" 900 bash -c wasm_toolchain
+step "wasm toolchain (target on stable and nightly, nightly's rust-src, wasm-bindgen-cli)" 900 bash -c wasm_toolchain
 step "npm ci (web/)" 600 npm --prefix web ci --no-audit --no-fund --loglevel=error
 step "wasm build (cargo, wasm-release)" 2400 \
     cargo build -p tessera-wasm --target wasm32-unknown-unknown --profile wasm-release --locked
+# The threaded module (cpu only): std and every crate rebuilt with atomics, in its own target
+# directory (web/build.sh builds the same, then finds it up to date).
+step "wasm build, threaded (nightly, build-std)" 2400 \
+    env CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}-wasm-threads" \
+    RUSTFLAGS="-C target-feature=+simd128,+atomics,+bulk-memory" \
+    cargo +nightly build -p tessera-wasm --target wasm32-unknown-unknown --profile wasm-release --locked \
+    --no-default-features --features threads -Z build-std=panic_abort,std
 step "wasm-bindgen + wasm-opt (web/build.sh)" 1200 web/build.sh
 cd web
 step "npm package tests (Node.js, Chromium, damaged models)" 900 \

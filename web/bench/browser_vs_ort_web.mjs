@@ -1,7 +1,9 @@
 // Benchmark (not a test): the shared real models in one headless Chromium, on Tessera's cpu
-// (wasm SIMD, one thread) and webgpu backends and on onnxruntime-web's wasm (one thread) and
-// webgpu backends, interleaved per model. Prints median latencies and ratios tessera/ort.
+// (wasm SIMD) and webgpu backends and on onnxruntime-web's wasm and webgpu backends, interleaved
+// per model, both on the same number of cpu threads (a cross-origin isolated page). Prints
+// median latencies and ratios tessera/ort, one table per thread count.
 // Usage: node bench/browser_vs_ort_web.mjs [--runs N] [--warmup W] [--models a,b] [--backends cpu,webgpu]
+//   [--threads 1,2]: the cpu thread counts (default 1); a fresh page for each.
 //   [--profile N]: after the table, Tessera's cpu time per op type for each model (N runs).
 import { chromium } from 'playwright-core';
 import { startServer } from '../test/serve.mjs';
@@ -13,49 +15,54 @@ const warmup = Number(args.warmup ?? 2);
 const only = args.models?.split(',');
 const backends = (args.backends ?? 'cpu,webgpu').split(',');
 const profileRuns = args.profile ? Number(args.profile) : 0;
+const threadCounts = (args.threads ?? '1').split(',').map(Number);
 const models = sharedModels().filter((m) => !only || only.includes(m.name));
 
 const server = await startServer();
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--enable-unsafe-webgpu'] });
-const page = await browser.newPage();
-page.setDefaultTimeout(30 * 60_000);
-await page.goto(`${server.url}/bench/page.html`);
-await page.waitForFunction(() => window.benchReady === true);
-const adapter = await page.evaluate(async () => (await navigator.gpu?.requestAdapter())?.info?.architecture ?? 'none');
-console.log(`Chromium ${browser.version()}, WebGPU adapter: ${adapter}; median of ${runs} runs after ${warmup} warm-up; ort-web wasm on 1 thread`);
+for (const threads of threadCounts) {
+  const page = await browser.newPage();
+  page.setDefaultTimeout(30 * 60_000);
+  await page.goto(`${server.url}/bench/page.html?threads=${threads}`);
+  await page.waitForFunction(() => window.benchReady === true);
+  const adapter = await page.evaluate(async () => (await navigator.gpu?.requestAdapter())?.info?.architecture ?? 'none');
+  const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+  console.log(`Chromium ${browser.version()}, ${cores} cores, WebGPU adapter: ${adapter}; median of ${runs} runs after ${warmup} warm-up; cpu on ${threads} thread(s) each`);
 
-const fmt = (r) => (r.error === 'not measured' ? '–' : r.error ? 'error' : r.ms.toFixed(1));
-const ratio = (a, b) => (a.error || b.error ? '–' : (a.ms / b.ms).toFixed(2));
-const rows = [];
-console.log('| model | tessera cpu ms | ort-web wasm ms | cpu ratio | tessera webgpu ms | ort-web webgpu ms | webgpu ratio |');
-console.log('| --- | --- | --- | --- | --- | --- | --- |');
-for (const model of models) {
-  const r = {};
-  for (const [key, runtime, backend] of [['tc', 'tessera', 'cpu'], ['oc', 'ort', 'wasm'], ['tg', 'tessera', 'webgpu'], ['og', 'ort', 'webgpu']]) {
-    if (!backends.includes(backend === 'wasm' ? 'cpu' : backend)) {
-      r[key] = { error: 'not measured' };
+  const fmt = (r) => (r.error === 'not measured' ? '–' : r.error ? 'error' : r.ms.toFixed(1));
+  const ratio = (a, b) => (a.error || b.error ? '–' : (a.ms / b.ms).toFixed(2));
+  const rows = [];
+  console.log('| model | tessera cpu ms | ort-web wasm ms | cpu ratio | tessera webgpu ms | ort-web webgpu ms | webgpu ratio |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+  for (const model of models) {
+    const r = {};
+    for (const [key, runtime, backend] of [['tc', 'tessera', 'cpu'], ['oc', 'ort', 'wasm'], ['tg', 'tessera', 'webgpu'], ['og', 'ort', 'webgpu']]) {
+      if (!backends.includes(backend === 'wasm' ? 'cpu' : backend)) {
+        r[key] = { error: 'not measured' };
+        continue;
+      }
+      r[key] = await page.evaluate(([n, f, rt, b, w, k]) => window.bench(n, f, rt, b, w, k), [model.name, model.files, runtime, backend, warmup, runs]);
+    }
+    rows.push(r);
+    console.log(`| ${model.name} | ${fmt(r.tc)} | ${fmt(r.oc)} | ${ratio(r.tc, r.oc)} | ${fmt(r.tg)} | ${fmt(r.og)} | ${ratio(r.tg, r.og)} |`);
+    for (const [k, v] of Object.entries(r)) if (v.error && v.error !== 'not measured') console.log(`  ${k}: ${v.error}`);
+  }
+  const geomean = (pairs) => {
+    const ok = pairs.filter(([a, b]) => !a.error && !b.error);
+    return ok.length ? Math.exp(ok.reduce((s, [a, b]) => s + Math.log(a.ms / b.ms), 0) / ok.length).toFixed(2) + ` over ${ok.length}` : '–';
+  };
+  console.log(`geomean tessera/ort-web: cpu ${geomean(rows.map((r) => [r.tc, r.oc]))}, webgpu ${geomean(rows.map((r) => [r.tg, r.og]))}`);
+  for (const model of profileRuns ? models : []) {
+    const p = await page.evaluate(([n, f, k]) => window.profileTessera(n, f, k), [model.name, model.files, profileRuns]);
+    if (p.error) {
+      console.log(`profile ${model.name}: ${p.error}`);
       continue;
     }
-    r[key] = await page.evaluate(([n, f, rt, b, w, k]) => window.bench(n, f, rt, b, w, k), [model.name, model.files, runtime, backend, warmup, runs]);
+    const total = p.perOp.reduce((s, o) => s + o.msPerRun, 0);
+    const top = p.perOp.slice(0, 8).map((o) => `${o.op} ${o.msPerRun.toFixed(2)} (${o.nodes})`).join(', ');
+    console.log(`profile ${model.name}: ${total.toFixed(2)} ms/run: ${top}`);
   }
-  rows.push(r);
-  console.log(`| ${model.name} | ${fmt(r.tc)} | ${fmt(r.oc)} | ${ratio(r.tc, r.oc)} | ${fmt(r.tg)} | ${fmt(r.og)} | ${ratio(r.tg, r.og)} |`);
-  for (const [k, v] of Object.entries(r)) if (v.error && v.error !== 'not measured') console.log(`  ${k}: ${v.error}`);
-}
-const geomean = (pairs) => {
-  const ok = pairs.filter(([a, b]) => !a.error && !b.error);
-  return ok.length ? Math.exp(ok.reduce((s, [a, b]) => s + Math.log(a.ms / b.ms), 0) / ok.length).toFixed(2) + ` over ${ok.length}` : '–';
-};
-console.log(`geomean tessera/ort-web: cpu ${geomean(rows.map((r) => [r.tc, r.oc]))}, webgpu ${geomean(rows.map((r) => [r.tg, r.og]))}`);
-for (const model of profileRuns ? models : []) {
-  const p = await page.evaluate(([n, f, k]) => window.profileTessera(n, f, k), [model.name, model.files, profileRuns]);
-  if (p.error) {
-    console.log(`profile ${model.name}: ${p.error}`);
-    continue;
-  }
-  const total = p.perOp.reduce((s, o) => s + o.msPerRun, 0);
-  const top = p.perOp.slice(0, 8).map((o) => `${o.op} ${o.msPerRun.toFixed(2)} (${o.nodes})`).join(', ');
-  console.log(`profile ${model.name}: ${total.toFixed(2)} ms/run: ${top}`);
+  await page.close();
 }
 await browser.close();
 server.close();

@@ -53,7 +53,16 @@ export interface SessionOptions {
    * feed later runs of any session without a copy. On the cpu backend outputs are on the cpu.
    */
   preferredOutputLocation?: 'cpu' | 'gpu-buffer';
+  /**
+   * The cpu's threads (default `env.wasm.numThreads`, else 1; 0: that default). More than one
+   * runs the threaded module, on a cross-origin isolated page only: elsewhere one thread, with a
+   * console warning saying why.
+   */
+  numThreads?: number;
 }
+
+/** Settings, as onnxruntime-web's `env`: `wasm.numThreads` is cpu sessions' thread count (default 1). */
+export const env: { wasm: { numThreads: number | undefined } };
 
 export interface ValueMetadata {
   name: string;
@@ -87,8 +96,10 @@ export class InferenceSession {
   static create(model: string | URL | Uint8Array | ArrayBuffer | ArrayBufferView, options?: SessionOptions): Promise<InferenceSession>;
   /** 'webgpu' or 'cpu'. */
   readonly backend: 'webgpu' | 'cpu';
-  /** Why this backend runs the session. */
+  /** Why this backend runs the session, and on the cpu its threads (and why only one). */
   readonly backendReason: string;
+  /** The threads a cpu run may use: 1 on WebGPU and in the one-threaded module. */
+  readonly numThreads: number;
   /** The WebGPU adapter, when on WebGPU. */
   readonly device: string | undefined;
   readonly inputNames: readonly string[];
@@ -108,7 +119,8 @@ export class InferenceSession {
 
 export function readTensorProto(bytes: string | URL | Uint8Array | ArrayBuffer): Promise<{ name: string; tensor: Tensor }>;
 
-export function buildInfo(): Promise<{ version: string; simd128: boolean; backends: string[] }>;
+/** The one-threaded module's build: version, SIMD128, threads (false), backends. */
+export function buildInfo(): Promise<{ version: string; simd128: boolean; threads: boolean; backends: string[] }>;
 
 /** `error.code` of an Error caused by the wasm module trapping (a panic: a bug in tessera). */
 export const WASM_TRAP: 'TESSERA_WASM_TRAP';
@@ -118,10 +130,21 @@ export const WASM_TRAP: 'TESSERA_WASM_TRAP';
  * it trapped, or null. After a trap every session of that instance rejects with a `WASM_TRAP`
  * Error and the next `InferenceSession.create` starts a fresh instance.
  */
-export function moduleStatus(): { instance: number; dead: string | null };
+export function moduleStatus(): {
+  instance: number;
+  dead: string | null;
+  /** The threaded module's instance (0: not started), and its pool's workers. */
+  threaded: { instance: number; dead: string | null; threads: number };
+};
 
 /**
  * Makes the module panic (and so trap), to test how the package copes; with `afterAwait`, in the
  * futures queue after the call returned. Not part of the API.
  */
 export function trapForTests(message?: string, options?: { afterAwait?: boolean }): Promise<void>;
+
+/**
+ * The same in the threaded module (started with `threads` workers if need be): on the page's
+ * thread, or with `onWorker` on a worker of the pool. Not part of the API.
+ */
+export function trapThreadedForTests(message?: string, options?: { threads?: number; onWorker?: boolean }): Promise<void>;

@@ -1,10 +1,26 @@
 // Tessera for browsers and Node.js: run one ONNX file on WebGPU or on the cpu (wasm SIMD).
 // The API follows onnxruntime-web (InferenceSession, Tensor) so its users switch by changing
-// the import. The work is done by the Rust module in ./wasm/ (crates/tessera-wasm).
+// the import. The work is done by the Rust module (crates/tessera-wasm), built twice: ./wasm/
+// (cpu on one thread, and WebGPU) and ./wasm-threads/ (the cpu on a pool of Web Workers sharing
+// its memory; it needs a cross-origin isolated page).
 
 import * as firstGlue from './wasm/tessera_wasm.js';
 
 const isNode = typeof process !== 'undefined' && !!process.versions?.node;
+
+/**
+ * Settings, as onnxruntime-web's `env`: `env.wasm.numThreads` is the thread count of cpu sessions
+ * (a session's own `numThreads` option wins); unset or 0: one thread. Not the cores by default:
+ * in Chromium's default tiering, pooled runs of tract's matrix products were measured slower
+ * than one thread on most of the shared models (docs/web.md), so threads are asked for.
+ */
+export const env = { wasm: { numThreads: undefined } };
+
+/** The two builds of the module: folder and whether it runs the cpu on a pool of workers. */
+const MODULES = {
+  single: { dir: 'wasm', threaded: false },
+  threaded: { dir: 'wasm-threads', threaded: true },
+};
 
 // A Rust panic inside the module aborts: the instance traps (WebAssembly.RuntimeError) and its
 // memory and state are left half-updated, so nothing may call into it again. Each instance is
@@ -15,12 +31,16 @@ const isNode = typeof process !== 'undefined' && !!process.versions?.node;
 /** The error code of an Error caused by the module trapping. */
 export const WASM_TRAP = 'TESSERA_WASM_TRAP';
 
-let current;
-let instances = 0;
+const current = { single: undefined, threaded: undefined };
+/** Instances started so far, per kind of module. */
+const started = { single: 0, threaded: 0 };
 
 class Instance {
-  constructor(number) {
+  /** `threads`: the pool's workers (threaded module), started with the instance. */
+  constructor(number, kind, threads) {
     this.number = number;
+    this.kind = kind;
+    this.threads = threads;
     this.dead = null;
     this.died = new Promise((_, reject) => { this.kill = reject; });
     this.died.catch(() => {});
@@ -29,12 +49,15 @@ class Instance {
 
   async #load() {
     // Every instance needs its own copy of the wasm-bindgen glue (it holds the instance in
-    // module state); the first is the static import, later ones are imported afresh.
-    this.glue = this.number === 1
+    // module state); the first is the static import, later ones are imported afresh (the pool's
+    // workers import the same URL, so they join this instance's memory).
+    const { dir } = MODULES[this.kind];
+    this.glue = this.number === 1 && this.kind === 'single'
       ? firstGlue
-      : await import(new URL(`./wasm/tessera_wasm.js?instance=${this.number}`, import.meta.url).href);
-    await this.glue.default({ module_or_path: await compiledModule() });
+      : await import(new URL(`./${dir}/tessera_wasm.js?instance=${this.number}`, import.meta.url).href);
+    await this.glue.default({ module_or_path: await compiledModule(this.kind) });
     this.glue.onPanic((message) => this.markDead(message));
+    if (MODULES[this.kind].threaded) await this.glue.initThreadPool(this.threads);
     return this;
   }
 
@@ -79,12 +102,12 @@ class Instance {
   }
 }
 
-let compiled;
+const compiled = {};
 
-/** The compiled module (in Node.js from the file beside this one), compiled once for all instances. */
-function compiledModule() {
-  compiled ??= (async () => {
-    const url = new URL('./wasm/tessera_wasm_bg.wasm', import.meta.url);
+/** The compiled module of a kind (in Node.js from the file beside this one), compiled once for all instances. */
+function compiledModule(kind) {
+  compiled[kind] ??= (async () => {
+    const url = new URL(`./${MODULES[kind].dir}/tessera_wasm_bg.wasm`, import.meta.url);
     if (isNode && url.protocol === 'file:') {
       const { readFile } = await import('node:fs/promises');
       return WebAssembly.compile(await readFile(url));
@@ -97,26 +120,66 @@ function compiledModule() {
     }
     return WebAssembly.compile(await response.arrayBuffer());
   })();
-  compiled.catch(() => { compiled = undefined; });
-  return compiled;
+  compiled[kind].catch(() => { compiled[kind] = undefined; });
+  return compiled[kind];
 }
 
-/** The live module instance, started (or restarted after a trap) when needed. */
-function ensureInit() {
-  if (!current || current.dead) current = new Instance(++instances);
-  const instance = current;
+/**
+ * The live instance of a kind of module, started (or restarted after a trap) when needed; the
+ * threaded one with a pool of `threads` workers (an instance's pool keeps its size).
+ */
+function ensureInit(kind = 'single', threads = 1) {
+  if (!current[kind] || current[kind].dead) current[kind] = new Instance(++started[kind], kind, threads);
+  const instance = current[kind];
   return instance.ready.catch((error) => {
-    if (current === instance) current = undefined;
+    if (current[kind] === instance) current[kind] = undefined;
     throw error;
   });
 }
 
 /**
- * Which module instance the package uses and whether it is alive: `{ instance, dead }` (`dead`
- * is the trap's reason, or null). Instances are numbered from 1; a new one starts after a trap.
+ * Which module instances the package uses and whether they are alive: `{ instance, dead }` for
+ * the one-threaded module (`dead` is the trap's reason, or null) and the same, with its pool's
+ * `threads`, as `threaded` (instance 0: not started). Each kind's instances are numbered from
+ * 1; a new one starts after a trap.
  */
 export function moduleStatus() {
-  return { instance: current?.number ?? 0, dead: current?.dead ?? null };
+  const { single, threaded } = current;
+  return {
+    instance: single?.number ?? 0,
+    dead: single?.dead ?? null,
+    threaded: { instance: threaded?.number ?? 0, dead: threaded?.dead ?? null, threads: threaded?.threads ?? 0 },
+  };
+}
+
+let warnedNotIsolated = false;
+
+/**
+ * Which module runs a session on `backend` with `options`, and on how many threads: `{ kind,
+ * threads, why }`. Threads need the threaded module, which needs a cross-origin isolated page
+ * (SharedArrayBuffer); where that is missing the session runs on one thread and the console
+ * says why, once.
+ */
+function threading(backend, options) {
+  const asked = options.numThreads ?? env.wasm.numThreads ?? 0;
+  if (!Number.isInteger(asked) || asked < 0) {
+    throw new TypeError(`numThreads must be a non-negative integer (0: the default), got ${JSON.stringify(asked)}`);
+  }
+  const wanted = asked || 1;
+  if (backend === 'webgpu' || backend === 'wgpu' || wanted === 1) return { kind: 'single', threads: 1, why: '' };
+  if (isNode) {
+    return { kind: 'single', threads: 1, why: 'Node.js runs the one-threaded module (the threaded one starts Web Workers)' };
+  }
+  if (!globalThis.crossOriginIsolated) {
+    const why = 'the page is not cross-origin isolated, so wasm threads are off';
+    if (!warnedNotIsolated) {
+      warnedNotIsolated = true;
+      console.warn(`tessera-web: ${why}: the cpu backend runs on 1 thread instead of ${wanted}. Serve the page with ` +
+        "'Cross-Origin-Opener-Policy: same-origin' and 'Cross-Origin-Embedder-Policy: require-corp' to use threads.");
+    }
+    return { kind: 'single', threads: 1, why };
+  }
+  return { kind: 'threaded', threads: wanted, why: '' };
 }
 
 /**
@@ -126,7 +189,16 @@ export function moduleStatus() {
  */
 export async function trapForTests(message = 'trap for tests', { afterAwait = false } = {}) {
   const instance = await ensureInit();
-  await instance.callAsync((glue) => glue.panicForTests(message, afterAwait));
+  await instance.callAsync((glue) => glue.panicForTests(message, afterAwait, false));
+}
+
+/**
+ * `trapForTests` in the threaded module: a panic on the page's thread during the call, or with
+ * `onWorker` on a worker of its pool, as during a run. Not part of the API.
+ */
+export async function trapThreadedForTests(message = 'trap for tests', { threads = 2, onWorker = false } = {}) {
+  const instance = await ensureInit('threaded', threads);
+  await instance.callAsync((glue) => glue.panicForTests(message, false, onWorker));
 }
 
 const TYPED_ARRAYS = {
@@ -256,12 +328,16 @@ export class InferenceSession {
   #metadata;
 
   #outputsOnGpu;
+  #threads;
+  #reason;
 
-  constructor(inner, instance, outputsOnGpu) {
+  constructor(inner, instance, outputsOnGpu, threads = 1, reason = undefined) {
     this.#inner = inner;
     this.#instance = instance;
     this.#metadata = JSON.parse(instance.call(() => inner.metadata()));
     this.#outputsOnGpu = outputsOnGpu && this.backend === 'webgpu';
+    this.#threads = threads;
+    this.#reason = reason;
   }
 
   /**
@@ -273,6 +349,9 @@ export class InferenceSession {
    * options.preferredOutputLocation: 'cpu' (default) or 'gpu-buffer': on WebGPU, outputs stay in
    * GPU memory (Tensors with location 'gpu-buffer') to feed later runs without a copy; on the
    * cpu backend outputs are on the cpu whatever this says (their `location` tells).
+   * options.numThreads: the cpu's threads (default `env.wasm.numThreads`, else 1). More than one
+   * runs the threaded module, on a cross-origin isolated page only (else one thread, with a
+   * console warning); `session.numThreads` and `session.backendReason` say what was used and why.
    */
   static async create(model, options = {}) {
     const backend = options.backend ?? providerName(options.executionProviders?.[0]) ?? 'auto';
@@ -280,16 +359,41 @@ export class InferenceSession {
     if (location !== 'cpu' && location !== 'gpu-buffer') {
       throw new TypeError(`preferredOutputLocation must be 'cpu' or 'gpu-buffer', got ${JSON.stringify(location)}`);
     }
+    const threads = threading(backend, options);
     const bytes = await modelBytes(model);
-    const instance = await ensureInit();
-    const inner = await instance.callAsync((glue) => glue.WasmSession.create(bytes, backend, !!options.allowFallback));
-    return new InferenceSession(inner, instance, location === 'gpu-buffer');
+    const fallback = !!options.allowFallback;
+    const onGpu = location === 'gpu-buffer';
+    let autoReason;
+    if (threads.kind === 'single' || (backend === 'auto' && globalThis.navigator?.gpu)) {
+      // 'auto' may pick WebGPU, which only the one-threaded module has: it decides first.
+      const instance = await ensureInit();
+      const inner = await instance.callAsync((glue) => glue.WasmSession.create(bytes, backend, fallback, undefined));
+      const session = new InferenceSession(inner, instance, onGpu);
+      if (session.backend === 'webgpu') return session;
+      if (threads.kind === 'single') {
+        if (threads.why) session.#reason = `${session.backendReason}; 1 thread: ${threads.why}`;
+        return session;
+      }
+      autoReason = session.backendReason;
+      await session.release();
+    }
+    const instance = await ensureInit('threaded', threads.threads);
+    const inner = await instance.callAsync((glue) => glue.WasmSession.create(bytes, 'cpu', fallback, threads.threads));
+    const used = Math.min(threads.threads, instance.threads);
+    const pool = used < threads.threads ? ` (${threads.threads} asked; the pool started with ${instance.threads})` : '';
+    const reason = `${autoReason ?? instance.call(() => inner.backendReason)}; ${used} threads (wasm threads)${pool}`;
+    return new InferenceSession(inner, instance, onGpu, used, reason);
   }
 
   /** The backend running this session: 'webgpu' or 'cpu'. */
   get backend() { return this.#get('backend'); }
-  /** Why this backend was chosen (with 'auto': what was skipped, and why). */
-  get backendReason() { return this.#get('backendReason'); }
+  /** Why this backend was chosen (with 'auto': what was skipped, and why), and the cpu's threads. */
+  get backendReason() {
+    const reason = this.#get('backendReason');
+    return this.#reason ?? reason;
+  }
+  /** The threads a cpu run may use (1 on WebGPU and in the one-threaded module). */
+  get numThreads() { return this.#threads; }
   /** The WebGPU adapter, when on WebGPU. */
   get device() { return this.#get('device'); }
 

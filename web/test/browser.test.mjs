@@ -43,24 +43,89 @@ function table(results) {
     .join('\n');
 }
 
-for (const backend of ['webgpu', 'cpu']) {
-  test(`every shared real model on ${backend} matches its expected outputs`, { timeout: 30 * MINUTES }, async () => {
+// The cpu on one thread (the module with WebGPU) and on two (the threaded module: the test page
+// is cross-origin isolated).
+const CONFIGS = [
+  { label: 'webgpu', backend: 'webgpu', options: {}, threads: 1 },
+  { label: 'cpu', backend: 'cpu', options: { numThreads: 1 }, threads: 1 },
+  { label: 'cpu on 2 threads', backend: 'cpu', options: { numThreads: 2 }, threads: 2 },
+];
+
+for (const { label, backend, options, threads } of CONFIGS) {
+  test(`every shared real model on ${label} matches its expected outputs`, { timeout: 30 * MINUTES }, async () => {
     const results = [];
     for (const model of MODELS) {
       const result = await page.evaluate(
-        ([name, backend, files]) => window.checkModel(name, backend, files),
-        [model.name, backend, model.files],
+        ([name, backend, files, options]) => window.checkModel(name, backend, files, options),
+        [model.name, backend, model.files, options],
       );
       results.push(result);
       // Strict placement: the whole model on the requested backend, nothing quietly elsewhere.
       assert.equal(result.backend, backend, `${model.name} ran on ${result.backend}`);
+      assert.equal(result.threads, threads, `${model.name}: ${result.reason}`);
     }
-    console.log(`${backend} in Chromium:\n${table(results)}`);
+    console.log(`${label} in Chromium:\n${table(results)}`);
     const failed = results.filter((r) => !r.pass).map((r) => r.model);
     assert.equal(MODELS.length, 20, 'the shared folder holds 20 real models');
-    assert.deepEqual(failed, [], `models outside tolerance on ${backend}`);
+    assert.deepEqual(failed, [], `models outside tolerance on ${label}`);
   });
 }
+
+test('the threaded module runs on its pool of workers, says so, and pooled runs give the same outputs', async () => {
+  const info = await page.evaluate(async () => {
+    const { InferenceSession, readTensorProto, moduleStatus } = window.tessera;
+    const bytes = await window.readModel('light_squeezenet/model.onnx');
+    const session = await InferenceSession.create(bytes, { backend: 'cpu', numThreads: 2 });
+    const { name, tensor } = await readTensorProto(await window.readModel('light_squeezenet/test_data_set_0/input_0.pb'));
+    // The first runs of a plan compare one thread with the pool, a block of each (the pool's
+    // after a warm-up): 16 runs reach the pooled ones whatever the timings.
+    let first;
+    let differing = 0;
+    for (let i = 0; i < 16; i++) {
+      const out = Object.values(await session.run({ [name]: tensor }))[0].data;
+      first ??= out;
+      if (out.some((v, j) => v !== first[j])) differing++;
+    }
+    const info = { isolated: crossOriginIsolated, threads: session.numThreads, reason: session.backendReason, status: moduleStatus(), differing };
+    await session.release();
+    return info;
+  });
+  assert.equal(info.isolated, true);
+  assert.equal(info.threads, 2);
+  assert.match(info.reason, /^cpu requested; 2 threads \(wasm threads\)$/);
+  assert.equal(info.status.threaded.threads, 2);
+  assert.equal(info.status.threaded.dead, null);
+  // tract and Tessera split work only along whole rows and panels: bit-identical outputs.
+  assert.equal(info.differing, 0, 'runs whose outputs differ from the first');
+});
+
+test('a page that is not cross-origin isolated runs the cpu on one thread and warns why', async () => {
+  const plain = await startServer(0, { isolated: false });
+  const other = await browser.newPage();
+  const warnings = [];
+  other.on('console', (message) => {
+    if (message.type() === 'warning') warnings.push(message.text());
+  });
+  try {
+    await other.goto(`${plain.url}/test/page.html`);
+    await other.waitForFunction(() => window.tesseraReady === true);
+    const result = await other.evaluate(async (files) => {
+      const isolated = crossOriginIsolated;
+      const check = await window.checkModel('mtcnn_rnet', 'cpu', files, { numThreads: 2 });
+      return { isolated, check, status: window.tessera.moduleStatus() };
+    }, MODELS.find((m) => m.name === 'mtcnn_rnet').files);
+    assert.equal(result.isolated, false);
+    assert.equal(result.check.pass, true);
+    assert.equal(result.check.threads, 1);
+    assert.match(result.check.reason, /^cpu requested; 1 thread: the page is not cross-origin isolated/);
+    assert.equal(result.status.threaded.instance, 0, 'the threaded module is not loaded');
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    assert.match(warnings[0], /not cross-origin isolated.*1 thread instead of 2.*Cross-Origin-Opener-Policy: same-origin.*Cross-Origin-Embedder-Policy: require-corp/);
+  } finally {
+    await other.close();
+    plain.close();
+  }
+});
 
 test('webgpu reports the browser adapter it runs on', async () => {
   const info = await page.evaluate(async () => {
@@ -172,9 +237,9 @@ test('auto says which backend it picked and why', async () => {
   assert.match(info.reason, new RegExp(`^auto picked ${info.backend === 'webgpu' ? 'wgpu' : 'cpu'}`));
 });
 
-for (const backend of ['webgpu', 'cpu']) {
-  test(`bad input on ${backend} is a clear Error and the session keeps working`, async () => {
-    const outcome = await page.evaluate(async (backend) => {
+for (const { label, backend, options } of CONFIGS) {
+  test(`bad input on ${label} is a clear Error and the session keeps working`, async () => {
+    const outcome = await page.evaluate(async ([backend, options]) => {
       const { InferenceSession, Tensor } = window.tessera;
       const errors = {};
       const attempt = async (what, run) => {
@@ -185,9 +250,10 @@ for (const backend of ['webgpu', 'cpu']) {
           errors[what] = `${error instanceof Error ? 'Error' : typeof error}: ${error.message}`;
         }
       };
-      await attempt('bad model bytes', () => InferenceSession.create(new Uint8Array([8, 1, 18, 255, 255, 0, 1]), { backend }));
-      await attempt('not a model', () => InferenceSession.create(new TextEncoder().encode('hello'), { backend }));
-      const session = await InferenceSession.create(await window.readModel('mtcnn_rnet/model.onnx'), { backend });
+      await attempt('bad model bytes', () => InferenceSession.create(new Uint8Array([8, 1, 18, 255, 255, 0, 1]), { backend, ...options }));
+      await attempt('not a model', () => InferenceSession.create(new TextEncoder().encode('hello'), { backend, ...options }));
+      await attempt('bad numThreads', () => InferenceSession.create(new Uint8Array(1), { backend, numThreads: 1.5 }));
+      const session = await InferenceSession.create(await window.readModel('mtcnn_rnet/model.onnx'), { backend, ...options });
       const x = new Tensor('float32', new Float32Array(24 * 24 * 3).fill(0.5), [1, 24, 24, 3]);
       const good = async () => {
         const out = await session.run({ input_2: x });
@@ -205,7 +271,7 @@ for (const backend of ['webgpu', 'cpu']) {
       await session.release();
       await attempt('run after release', () => session.run({ input_2: x }));
       return { errors, first, after };
-    }, backend);
+    }, [backend, options]);
     const e = outcome.errors;
     assert.match(e['bad model bytes'], /^Error: .*(model|protobuf|decod)/i);
     assert.match(e['not a model'], /^Error: .*(model|protobuf|decod)/i);
@@ -217,6 +283,7 @@ for (const backend of ['webgpu', 'cpu']) {
     assert.match(e['size mismatch'], /^Error: dims \[2,3\] hold 6 elements but data has 5/);
     assert.match(e['unknown type'], /^Error: unsupported tensor type 'complex64'/);
     assert.match(e['run after release'], /^Error: this session was released/);
+    assert.match(e['bad numThreads'], /^Error: numThreads must be a non-negative integer/);
     assert.match(outcome.first, /dense_2:float32\[1,4\] softmax_1:float32\[1,2\]/);
     assert.equal(outcome.after, outcome.first);
     assert.deepEqual(pageErrors.filter((m) => /panicked|unreachable|RuntimeError/.test(m)), []);

@@ -5,6 +5,21 @@
 // `test/corpus/…`.
 import { InferenceSession, Tensor, readTensorProto, moduleStatus, WASM_TRAP } from '../dist/index.js';
 
+/** The sessions' options: the one-threaded module, or with `useThreads(n > 1)` the threaded one. */
+let sessionOptions = { backend: 'cpu', numThreads: 1 };
+
+/** Runs what follows on the one-threaded module (1) or on the threaded one with `n` threads. */
+export function useThreads(n) {
+  sessionOptions = { backend: 'cpu', numThreads: n };
+}
+
+/** `{ instance, dead }` of the module the sessions run in. */
+function status() {
+  const all = moduleStatus();
+  const { instance, dead } = sessionOptions.numThreads > 1 ? all.threaded : all;
+  return { instance, dead };
+}
+
 /** The good model: loaded before the corpus and again after it, checked against its output. */
 export const GOOD = {
   model: 'examples/text-orientation/model.onnx',
@@ -129,17 +144,17 @@ function describe(error) {
 /**
  * Loads `bytes` on the cpu and, if that works, runs it; `{ name, outcome: 'ran' | 'error' |
  * 'trap' | 'not an Error', stage, message, instance }`. `instance` is the module instance the
- * case started in; `after` is `moduleStatus()` afterwards.
+ * case started in; `after` is its `{ instance, dead }` afterwards.
  */
 export async function runCase(name, bytes, feedSpec = {}) {
-  const instance = moduleStatus().instance;
+  const instance = status().instance;
   const result = { name, instance };
   let session;
   try {
-    session = await InferenceSession.create(bytes, { backend: 'cpu' });
+    session = await InferenceSession.create(bytes, sessionOptions);
   } catch (error) {
     Object.assign(result, { stage: 'create' }, describe(error));
-    result.after = moduleStatus();
+    result.after = status();
     return result;
   }
   try {
@@ -155,13 +170,13 @@ export async function runCase(name, bytes, feedSpec = {}) {
   } finally {
     await session.release().catch(() => {});
   }
-  result.after = moduleStatus();
+  result.after = status();
   return result;
 }
 
 /** Loads the good model and checks its output; `{ instance, maxAbs, pass, session }`. */
 export async function checkGood(read, session) {
-  session ??= await InferenceSession.create(await read(GOOD.model), { backend: 'cpu' });
+  session ??= await InferenceSession.create(await read(GOOD.model), sessionOptions);
   const { name, tensor } = await readTensorProto(await read(GOOD.input));
   const { tensor: expected } = await readTensorProto(await read(GOOD.output));
   const out = (await session.run({ [name]: tensor }))[session.outputNames[0]];
@@ -172,7 +187,7 @@ export async function checkGood(read, session) {
     maxAbs = Math.max(maxAbs, diff);
     if (!(diff <= 1e-4 + 1e-3 * Math.abs(expected.data[i]))) pass = false;
   }
-  return { instance: moduleStatus().instance, dims: out.dims, maxAbs, pass, session };
+  return { instance: status().instance, dims: out.dims, maxAbs, pass, session };
 }
 
 /** Every byte-level case: mutations of SOURCES and random buffers. */
@@ -322,7 +337,7 @@ async function goodOrWhy(read, session) {
     if (!session) await result.session.release();
     return strip(result);
   } catch (error) {
-    return { pass: false, instance: moduleStatus().instance, error: String(error?.message ?? error) };
+    return { pass: false, instance: status().instance, error: String(error?.message ?? error) };
   }
 }
 
@@ -352,7 +367,7 @@ export async function runAll(read) {
   lap('good model after');
   return {
     good: strip(good), bad: { ...bad, ...Object.fromEntries(Object.entries(protos).map(([k, v]) => [`readTensorProto: ${k}`, v])) }, edge, goodAfterInputs, results, goodAfterCorpus, goodFresh,
-    status: moduleStatus(), time,
+    status: status(), time,
   };
 }
 
@@ -364,14 +379,14 @@ export async function runAll(read) {
 export async function deliberateTrap(read, trapForTests) {
   const before = await checkGood(read);
   const session = before.session;
-  const report = { before: strip(before), statusBefore: moduleStatus() };
+  const report = { before: strip(before), statusBefore: status() };
   try {
     await within(5000, trapForTests('deliberate panic from the tests'), 'the trapping call');
     report.trap = { outcome: 'returned', message: '' };
   } catch (error) {
     report.trap = describe(error);
   }
-  report.statusDead = moduleStatus();
+  report.statusDead = status();
   const attempt = async (what, f) => {
     try {
       await within(5000, f(), what);
@@ -386,6 +401,6 @@ export async function deliberateTrap(read, trapForTests) {
   const after = await checkGood(read);
   await after.session.release();
   report.after = strip(after);
-  report.statusAfter = moduleStatus();
+  report.statusAfter = status();
   return report;
 }

@@ -87,10 +87,10 @@ function check(report) {
   assert.equal(report.status.dead, null);
 }
 
-function checkDeliberate(report) {
+function checkDeliberate(report, message = /^tessera's wasm module trapped: panicked at .*tessera-wasm.*deliberate panic from the tests/s) {
   assert.ok(report.before.pass);
   assert.equal(report.trap.outcome, 'trap');
-  assert.match(report.trap.message, /^tessera's wasm module trapped: panicked at .*tessera-wasm.*deliberate panic from the tests/s);
+  assert.match(report.trap.message, message);
   assert.match(report.statusDead.dead, /deliberate panic from the tests/);
   assert.equal(report.statusDead.instance, report.statusBefore.instance);
   // The old session: clear Errors, no hang; release works.
@@ -166,6 +166,49 @@ describe('in headless Chromium', () => {
     const report = await page.evaluate(() => window.corpus.deliberateTrap(window.readAny, window.tessera.trapForTests));
     checkDeliberate(report);
     assert.deepEqual(uncaught, [], 'uncaught errors in the page');
+  });
+
+  test('Chromium, threaded module: damaged models and hostile inputs are Errors, the module survives', { timeout: 5 * 60_000 }, async () => {
+    const report = await page.evaluate(async () => {
+      window.corpus.useThreads(2);
+      try {
+        return await window.corpus.runAll(window.readAny);
+      } finally {
+        window.corpus.useThreads(1);
+      }
+    });
+    console.log(summary('Chromium, threaded', report));
+    check(report);
+    assert.deepEqual(uncaught, [], 'uncaught errors in the page');
+  });
+
+  test('Chromium, threaded module: after a trap, old sessions fail clearly and create starts a fresh module', async () => {
+    const report = await page.evaluate(async () => {
+      window.corpus.useThreads(2);
+      try {
+        return await window.corpus.deliberateTrap(window.readAny, (message) => window.tessera.trapThreadedForTests(message));
+      } finally {
+        window.corpus.useThreads(1);
+      }
+    });
+    checkDeliberate(report);
+    assert.deepEqual(uncaught, [], 'uncaught errors in the page');
+  });
+
+  test('Chromium, threaded module: a trap on a worker of the pool (as during a run) rejects the run, never hangs', async () => {
+    const report = await page.evaluate(async () => {
+      window.corpus.useThreads(2);
+      try {
+        return await window.corpus.deliberateTrap(
+          window.readAny, (message) => window.tessera.trapThreadedForTests(message, { onWorker: true }));
+      } finally {
+        window.corpus.useThreads(1);
+      }
+    });
+    checkDeliberate(report, /^tessera's wasm module trapped: panicked at .*tessera-wasm.*a worker of the thread pool panicked: panicked at .*deliberate panic from the tests/s);
+    // The worker traps, then the page's thread panics in the futures queue, where the run was
+    // waiting: both uncaught there.
+    assert.deepEqual(uncaught.splice(0), ['unreachable', 'unreachable']);
   });
 
   test('Chromium: a trap in the futures queue (as while waiting for WebGPU) rejects what is pending', async () => {

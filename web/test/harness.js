@@ -36,11 +36,12 @@ export function compare(actual, expected, atol = ATOL, rtol = RTOL) {
 
 /**
  * Loads `models/<name>/model.onnx` on `backend`, feeds `test_data_set_0/input_K.pb`, compares
- * with `output_K.pb`. `files` lists the data set's input and output file names.
+ * with `output_K.pb`. `files` lists the data set's input and output file names; `options` are
+ * the session's (e.g. `numThreads`).
  */
-export async function checkModel(read, name, backend, files) {
+export async function checkModel(read, name, backend, files, options = {}) {
   const started = performance.now();
-  const session = await InferenceSession.create(await read(`${name}/model.onnx`), { backend });
+  const session = await InferenceSession.create(await read(`${name}/model.onnx`), { backend, ...options });
   const loaded = performance.now();
   try {
     const feeds = {};
@@ -61,6 +62,7 @@ export async function checkModel(read, name, backend, files) {
     return {
       model: name,
       backend: session.backend,
+      threads: session.numThreads,
       reason: session.backendReason,
       device: session.device,
       pass: results.every((r) => r.pass),

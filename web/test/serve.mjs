@@ -43,7 +43,8 @@ function locate(pathname) {
   return undefined;
 }
 
-export function startServer(port = 0) {
+/** `isolated: false` leaves out COOP/COEP, as on a page not set up for wasm threads. */
+export function startServer(port = 0, { isolated = true } = {}) {
   const server = createServer((request, response) => {
     const { pathname } = new URL(request.url, 'http://localhost');
     if (pathname === '/') {
@@ -64,8 +65,7 @@ export function startServer(port = 0) {
     response.writeHead(200, {
       'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream',
       'Content-Length': stat.size,
-      'Cross-Origin-Opener-Policy': 'same-origin',
-      'Cross-Origin-Embedder-Policy': 'require-corp',
+      ...(isolated ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {}),
       'Cache-Control': 'no-store',
     });
     createReadStream(file).pipe(response);

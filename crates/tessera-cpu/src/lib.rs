@@ -5,7 +5,8 @@
 //! reports), the calling thread one of them ([`own_pool`]); `threads = 1` runs everything on the
 //! calling thread alone. With a pool, the first runs of each plan compare pooled and
 //! single-threaded execution and keep the faster ([`threading`]), so more threads are never
-//! slower than one. Plans are built per input signature (shapes plus the values of folded
+//! slower than one. In the browser's threaded module (wasm with `+atomics`) the pool is rayon's
+//! global one, in Web Workers started by wasm-bindgen-rayon. Plans are built per input signature (shapes plus the values of folded
 //! inputs) and kept in a small cache.
 
 mod flatten_on_activation;
@@ -24,7 +25,7 @@ mod threading;
 pub use node_by_node::{NodeTime, NonFiniteNode};
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+// `std::time::Instant` panics in browsers; web-time is std's natively.
 use tessera_core::error::{catch_panic, chain_message};
 use tessera_core::model::specialize::{Folding, Lowering, PlanKey};
 use tessera_core::plan_cache::PlanCache;
@@ -33,6 +34,7 @@ use tessera_core::tract_onnx::prelude::*;
 use tessera_core::{Backend, BackendStatus, Error, Model, QuantizedExecution, Result, Tensor};
 use threading::{Calibration, Mode};
 use tract_linalg::multithread::{Executor, multithread_tract_scope};
+use web_time::Instant;
 
 /// A runnable plan and how it is best run.
 #[derive(Debug)]
@@ -53,8 +55,12 @@ pub struct CpuOptions {
     pub threads: Option<usize>,
 }
 
-/// The default thread count: one per core the OS lets this process use.
+/// The default thread count: one per core the OS lets this process use (in the browser's
+/// threaded module: the workers of its pool).
 pub fn default_threads() -> usize {
+    #[cfg(all(pooled, target_family = "wasm"))]
+    return rayon::current_num_threads();
+    #[cfg(not(all(pooled, target_family = "wasm")))]
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
@@ -127,12 +133,18 @@ impl CpuSession {
     /// Prepares a session; plans are built lazily, per input signature.
     pub fn new(model: Arc<Model>, options: &CpuOptions) -> Result<CpuSession> {
         kernel_choice::choose_once();
-        // wasm32 has no threads (without atomics): one thread, whatever was asked.
-        #[cfg(target_family = "wasm")]
+        // wasm32 without atomics has no threads: one thread, whatever was asked. With them, at
+        // most the workers the page started.
+        #[cfg(not(pooled))]
         let threads = {
             let _ = options;
             1
         };
+        #[cfg(all(pooled, target_family = "wasm"))]
+        let threads = options
+            .threads
+            .map_or_else(default_threads, |asked| asked.min(default_threads()))
+            .max(1);
         #[cfg(not(target_family = "wasm"))]
         let threads = options.threads.unwrap_or_else(default_threads).max(1);
         Ok(CpuSession {
@@ -170,7 +182,7 @@ impl CpuSession {
             Mode::SingleThread => Executor::SingleThread,
             Mode::Pool => self.pool()?,
         };
-        // Only timed when calibrating threads: `Instant` does not exist in browsers.
+        // Timed only when calibrating threads.
         let start = (self.threads > 1).then(Instant::now);
         let outputs = catch_panic("running the model", || {
             multithread_tract_scope(executor, || plan.runnable.run(values)).map_err(|e| {
@@ -214,7 +226,9 @@ impl CpuSession {
                 .map_err(|e| Error::Internal(format!("starting the cpu thread pool: {e}")))?;
             Ok(self.pool.get_or_init(|| pool).clone())
         }
-        #[cfg(target_family = "wasm")]
+        #[cfg(all(pooled, target_family = "wasm"))]
+        return Ok(Executor::RayonGlobal);
+        #[cfg(not(pooled))]
         Ok(Executor::SingleThread)
     }
 

@@ -13,12 +13,12 @@
 
 use std::cell::RefCell;
 use tessera_core::tract_onnx::prelude::*;
-#[cfg(not(target_family = "wasm"))]
+#[cfg(pooled)]
 use tract_linalg::multithread::{Executor, current_tract_executor};
 
 /// Threads of the run's pool (tract's executor): 1 when the run is single-threaded.
 pub fn threads() -> usize {
-    #[cfg(not(target_family = "wasm"))]
+    #[cfg(pooled)]
     match current_tract_executor() {
         Executor::MultiThread(pool) => return pool.current_num_threads(),
         Executor::RayonGlobal => return rayon::current_num_threads(),
@@ -50,7 +50,7 @@ pub fn for_each(
     task: impl Fn(&mut [f32], usize) -> TractResult<()> + Sync + Send,
 ) -> TractResult<()> {
     let one = |i: usize| with_scratch(scratch_len, |scratch| task(scratch, i));
-    #[cfg(not(target_family = "wasm"))]
+    #[cfg(pooled)]
     if tasks > 1 {
         use rayon::prelude::*;
         match current_tract_executor() {
@@ -75,7 +75,7 @@ pub fn for_each(
 /// left, then waits only for tasks a helper is still running. A helper that starts late finds
 /// nothing left and ends without anyone waiting for it (its job holds the shared counter, not
 /// the tasks).
-#[cfg(not(target_family = "wasm"))]
+#[cfg(pooled)]
 fn shared_with_caller(
     pool: &rayon::ThreadPool,
     tasks: usize,
@@ -108,7 +108,7 @@ fn shared_with_caller(
 }
 
 /// The state the caller and its helpers share for one [`for_each`].
-#[cfg(not(target_family = "wasm"))]
+#[cfg(pooled)]
 struct Shared {
     tasks: usize,
     next: std::sync::atomic::AtomicUsize,
@@ -118,7 +118,7 @@ struct Shared {
     panic: std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
-#[cfg(not(target_family = "wasm"))]
+#[cfg(pooled)]
 impl Shared {
     fn new(tasks: usize) -> Shared {
         Shared {
@@ -198,9 +198,9 @@ pub fn par_chunks_mut<T: Send>(
 ) -> TractResult<()> {
     let rows = out.len() / row_len.max(1);
     let threads = threads();
-    #[cfg(not(target_family = "wasm"))]
+    #[cfg(pooled)]
     let small = total_elems < tract_linalg::multithread::current_threading_element_threshold();
-    #[cfg(target_family = "wasm")]
+    #[cfg(not(pooled))]
     let small = total_elems == 0;
     if threads <= 1 || rows < 2 || small {
         return f(0, out);

@@ -12,6 +12,10 @@
 //! the caller (rather than a microtask no one awaits), everything that does not wait for WebGPU
 //! — parsing the model, planning and running on the cpu — happens inside the call that asked
 //! for it (see [`settle`]).
+//! The threaded module (feature `threads`, cpu only) runs each cpu run and profile on a worker
+//! of rayon's pool ([`on_pool`]): the page's thread may not block, and stays free meanwhile. A
+//! panic on a worker traps that worker; the runs waiting on the pool then panic on the page's
+//! thread with its message ([`pool`]), so the instance is marked dead as for any trap.
 //! Natively this crate is empty: it is built for `wasm32-unknown-unknown` by `web/build.sh`.
 
 #![cfg(target_arch = "wasm32")]
@@ -21,9 +25,15 @@ mod tensors;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use tessera::{Backend, DeviceTensor, Session};
 use wasm_bindgen::prelude::*;
+
+/// Starts the pool of `threads` Web Workers the threaded module's cpu sessions run on; resolves
+/// once they are ready. Call it once, after loading the module and before creating a session.
+#[cfg(feature = "threads")]
+pub use wasm_bindgen_rayon::init_thread_pool;
 
 thread_local! {
     /// The JS function told about a panic (see [`on_panic`]).
@@ -35,6 +45,8 @@ fn start() {
     std::panic::set_hook(Box::new(|info| {
         console_error_panic_hook::hook(info);
         let message = info.to_string();
+        #[cfg(feature = "threads")]
+        pool::worker_panicked(&message);
         PANIC_LISTENER.with(|listener| {
             if let Ok(listener) = listener.try_borrow() {
                 if let Some(listener) = listener.as_ref() {
@@ -55,9 +67,18 @@ pub fn on_panic(listener: js_sys::Function) {
 /// Panics on purpose, so that the package's tests can check what its JS layer does when the
 /// module traps (the panic sources in the runtime get fixed, this stays). Not part of the API.
 /// With `after_await`, it panics in the futures queue after this call has returned, as a panic
-/// while waiting for WebGPU would.
+/// while waiting for WebGPU would; with `on_a_worker` (threaded module), on a worker of the pool,
+/// as a panic during a run would.
 #[wasm_bindgen(js_name = panicForTests)]
-pub fn panic_for_tests(message: String, after_await: bool) -> js_sys::Promise {
+pub fn panic_for_tests(message: String, after_await: bool, on_a_worker: bool) -> js_sys::Promise {
+    #[cfg(feature = "threads")]
+    if on_a_worker {
+        return settle(async move {
+            on_pool(move || -> () { panic!("{message}") }).await;
+            Ok(JsValue::UNDEFINED)
+        });
+    }
+    let _ = on_a_worker;
     settle(async move {
         if after_await {
             let resolved = js_sys::Promise::resolve(&JsValue::UNDEFINED);
@@ -79,7 +100,7 @@ fn js_error(error: impl std::fmt::Display) -> JsError {
 /// A model bound to one backend.
 #[wasm_bindgen]
 pub struct WasmSession {
-    session: Rc<Session>,
+    session: Arc<Session>,
     /// A run in flight: a second concurrent run on one session is refused (its state is not
     /// shared between runs), as in onnxruntime-web.
     busy: Rc<Cell<bool>>,
@@ -91,21 +112,28 @@ impl WasmSession {
     /// With `allow_fallback`, ops WebGPU lacks run on the cpu, each copy reported. Resolves to a
     /// `WasmSession`. Everything up to the first wait for WebGPU happens inside this call (see
     /// [`settle`]): on the cpu the whole load, so a panic traps here, not in a microtask.
-    pub fn create(model: Vec<u8>, backend: String, allow_fallback: bool) -> js_sys::Promise {
+    /// `threads` (threaded module): the most pool workers a cpu run uses (default: all).
+    pub fn create(
+        model: Vec<u8>,
+        backend: String,
+        allow_fallback: bool,
+        threads: Option<u32>,
+    ) -> js_sys::Promise {
         settle(async move {
             let backend = match backend.as_str() {
                 // onnxruntime-web's name for its cpu backend.
                 "wasm" => Backend::Cpu,
                 other => other.parse::<Backend>().map_err(js_error)?,
             };
-            let session = Session::builder()
+            let mut builder = Session::builder()
                 .backend(backend)
-                .allow_fallback(allow_fallback)
-                .load_bytes_async(&model)
-                .await
-                .map_err(js_error)?;
+                .allow_fallback(allow_fallback);
+            if let Some(threads) = threads {
+                builder = builder.threads(threads.max(1) as usize);
+            }
+            let session = builder.load_bytes_async(&model).await.map_err(js_error)?;
             Ok(WasmSession {
-                session: Rc::new(session),
+                session: Arc::new(session),
                 busy: Rc::new(Cell::new(false)),
             }
             .into())
@@ -146,7 +174,11 @@ impl WasmSession {
         let session = self.session.clone();
         self.exclusive(async move {
             let inputs = tensors::feeds_from_js(&feeds)?;
-            let outputs = session.run_async(inputs).await.map_err(js_error)?;
+            #[cfg(feature = "threads")]
+            let outputs = on_pool(move || session.run(inputs)).await;
+            #[cfg(not(feature = "threads"))]
+            let outputs = session.run_async(inputs).await;
+            let outputs = outputs.map_err(js_error)?;
             Ok(tensors::outputs_to_js(outputs)?.into())
         })
     }
@@ -176,6 +208,8 @@ impl WasmSession {
     /// without copying those. With `outputs_on_device` the outputs stay on the device and
     /// resolve as `{ name, device: WasmDeviceTensor }`; otherwise they are read back as `run`'s.
     #[wasm_bindgen(js_name = runOnDevice)]
+    // Without WebGPU every tensor is a host one.
+    #[cfg_attr(not(feature = "webgpu"), allow(unreachable_patterns))]
     pub fn run_on_device(
         &self,
         feeds: js_sys::Array,
@@ -232,7 +266,12 @@ impl WasmSession {
         let session = self.session.clone();
         self.exclusive(async move {
             let inputs = tensors::feeds_from_js(&feeds)?;
-            let profile = tessera::profile::profile(&session, inputs, runs).map_err(js_error)?;
+            let profile = move || tessera::profile::profile(&session, inputs, runs);
+            #[cfg(feature = "threads")]
+            let profile = on_pool(profile).await;
+            #[cfg(not(feature = "threads"))]
+            let profile = profile();
+            let profile = profile.map_err(js_error)?;
             Ok(JsValue::from_str(
                 &serde_json::to_string(&profile).map_err(js_error)?,
             ))
@@ -294,6 +333,67 @@ fn settle(future: impl Future<Output = Result<JsValue, JsValue>> + 'static) -> j
     }
 }
 
+#[cfg(feature = "threads")]
+use pool::on_pool;
+
+/// Work handed to the threaded module's pool, and what happens when a worker panics.
+#[cfg(feature = "threads")]
+mod pool {
+    use std::any::Any;
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use wasm_sync::Mutex;
+
+    /// The result channels of the work on the pool, by number: a worker's panic drops them all,
+    /// so that every waiting run wakes up (a trapped worker never answers).
+    static IN_FLIGHT: Mutex<Option<HashMap<u64, Box<dyn Any + Send>>>> = Mutex::new(None);
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    /// The first panic message of a pool worker.
+    static WORKER_PANIC: OnceLock<String> = OnceLock::new();
+
+    /// `work` on a worker of rayon's pool, its result awaited without blocking the calling
+    /// thread: the page's thread may not block (rayon's own `install` would wait there), and a
+    /// plan run from a pool worker splits its ops across the pool by work stealing. When a
+    /// worker panics meanwhile, this panics with its message on the calling thread.
+    pub async fn on_pool<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+        let (done, result) = futures_channel::oneshot::channel::<T>();
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        in_flight(|all| all.insert(id, Box::new(done)));
+        rayon::spawn(move || {
+            let output = work();
+            let done = in_flight(|all| all.remove(&id));
+            if let Some(Ok(done)) =
+                done.map(|d| d.downcast::<futures_channel::oneshot::Sender<T>>())
+            {
+                let _ = done.send(output);
+            }
+        });
+        match result.await {
+            Ok(output) => output,
+            Err(_) => {
+                let why = WORKER_PANIC.get().map_or("(no message)", String::as_str);
+                panic!("a worker of the thread pool panicked: {why}")
+            }
+        }
+    }
+
+    fn in_flight<R>(f: impl FnOnce(&mut HashMap<u64, Box<dyn Any + Send>>) -> R) -> R {
+        let mut all = IN_FLIGHT
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(all.get_or_insert_with(HashMap::new))
+    }
+
+    /// From the panic hook: on a pool worker, keeps the message and wakes every waiting run.
+    pub fn worker_panicked(message: &str) {
+        if rayon::current_thread_index().is_some() {
+            let _ = WORKER_PANIC.set(message.to_string());
+            in_flight(|all| all.clear());
+        }
+    }
+}
+
 /// A second concurrent run on one session.
 fn busy_error() -> JsError {
     JsError::new("this session is already running: await the previous run() first")
@@ -313,7 +413,8 @@ pub fn build_info() -> String {
     serde_json::json!({
         "version": env!("CARGO_PKG_VERSION"),
         "simd128": cfg!(target_feature = "simd128"),
-        "backends": ["cpu", "webgpu"],
+        "threads": cfg!(feature = "threads"),
+        "backends": if cfg!(feature = "webgpu") { &["cpu", "webgpu"][..] } else { &["cpu"][..] },
     })
     .to_string()
 }
