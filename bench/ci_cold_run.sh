@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Times a cold CI run the way a fresh machine sees it: a clean clone of main beside a copy of
 # shared/, an empty target directory, empty cargo/npm/pip/wasm-opt caches and venvs, the wasm
-# and musl targets and wasm-bindgen-cli removed, and the Debian packages .ci/run installs
+# and musl targets (and nightly's wasm target and rust-src) and wasm-bindgen-cli removed, and the Debian packages .ci/run installs
 # purged. Then `bash .ci/run` with CI=true; its step table and the total land in LOG.
 # DESTRUCTIVE for this machine's caches: run it on a CI-like machine, not a workstation.
 # Usage: bench/ci_cold_run.sh [REPO (default: this checkout)] [LOG (default: /tmp/ci-cold.log)]
@@ -17,6 +17,9 @@ rm -rf "$HOME/.cache/tessera-ci" "$HOME/.npm" "$HOME/.cache/pip" \
     "$HOME/.cargo/bin/wasm-bindgen-test-runner" "$HOME/.cargo/bin/wasm2es6js"
 rustup target remove wasm32-unknown-unknown aarch64-unknown-linux-musl x86_64-unknown-linux-musl \
     thumbv7neon-unknown-linux-gnueabihf 2>/dev/null || true
+# The threaded wasm module's nightly parts (the nightly toolchain itself comes with the machine).
+rustup target remove wasm32-unknown-unknown --toolchain nightly 2>/dev/null || true
+rustup component remove rust-src --toolchain nightly 2>/dev/null || true
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq mesa-vulkan-drivers chromium chromium-common \
     gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf qemu-user buildah >/dev/null 2>&1 || true
 DEBIAN_FRONTEND=noninteractive apt-get autoremove -y -qq >/dev/null 2>&1 || true
