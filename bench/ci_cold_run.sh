@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Times a cold CI run the way a fresh machine sees it: a clean clone of main beside a copy of
 # shared/, an empty target directory, empty cargo/npm/pip/wasm-opt caches and venvs, the wasm
-# and musl targets (and nightly's wasm target and rust-src) and wasm-bindgen-cli removed, and the Debian packages .ci/run installs
-# purged. Then `bash .ci/run` with CI=true; its step table and the total land in LOG.
+# and musl targets (and nightly's wasm target and rust-src) and wasm-bindgen-cli removed, and
+# the Debian packages .ci/run installs purged. Then `bash .ci/run` with CI=true; its step table
+# and the total land in LOG.
 # DESTRUCTIVE for this machine's caches: run it on a CI-like machine, not a workstation.
 # Usage: bench/ci_cold_run.sh [REPO (default: this checkout)] [LOG (default: /tmp/ci-cold.log)]
 set -euo pipefail

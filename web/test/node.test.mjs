@@ -45,6 +45,15 @@ test('webgpu where there is none is refused with the reason, never run elsewhere
   await session.release();
 });
 
+test('threads asked for in Node.js: one thread, and the reason says why', async () => {
+  const session = await InferenceSession.create(await read('mtcnn_rnet/model.onnx'), { backend: 'cpu', numThreads: 2 });
+  assert.equal(session.numThreads, 1);
+  assert.match(session.backendReason, /^cpu requested; 1 thread: Node\.js runs the one-threaded module/);
+  const out = await session.run({ input_2: new Tensor('float32', new Float32Array(24 * 24 * 3), [1, 24, 24, 3]) });
+  assert.deepEqual(Object.keys(out).sort(), ['dense_2', 'softmax_1']);
+  await session.release();
+});
+
 test('onnxruntime-web style options and metadata', async () => {
   const session = await InferenceSession.create(join(modelsDir, 'minilm_l3_paraphrase/model.onnx'), { executionProviders: ['wasm'] });
   assert.equal(session.backend, 'cpu');
