@@ -1,6 +1,6 @@
 // The package a user installs: `npm pack` builds it (prepack runs build.sh), so it always holds
-// the wasm module; where the toolchain is missing it refuses with what is missing instead of
-// packing a package with no wasm in it.
+// both wasm modules (one-threaded with WebGPU, threaded cpu); where the toolchain is missing it
+// refuses with what is missing instead of packing a package with no wasm in it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -14,16 +14,21 @@ function pack(env) {
   return spawnSync('npm', ['pack', '--dry-run', '--json', '--foreground-scripts'], { cwd: web, env, encoding: 'utf8', timeout: 20 * MINUTES });
 }
 
-test('npm pack builds the module and packs it with its glue, API and types', { timeout: 20 * MINUTES }, () => {
+test('npm pack builds both modules and packs them with their glue, the API and types', { timeout: 20 * MINUTES }, () => {
   const result = pack(process.env);
   assert.equal(result.status, 0, result.stderr);
   const [{ files }] = JSON.parse(result.stdout.slice(result.stdout.indexOf('[')));
   const paths = files.map((f) => f.path);
-  for (const path of ['dist/index.js', 'dist/index.d.ts', 'dist/wasm/tessera_wasm.js', 'dist/wasm/tessera_wasm_bg.wasm', 'README.md', 'package.json']) {
+  const modules = ['dist/wasm/tessera_wasm_bg.wasm', 'dist/wasm-threads/tessera_wasm_bg.wasm'];
+  for (const path of ['dist/index.js', 'dist/index.d.ts', 'dist/wasm/tessera_wasm.js', 'dist/wasm-threads/tessera_wasm.js', ...modules, 'README.md', 'package.json']) {
     assert.ok(paths.includes(path), `${path} in ${paths}`);
   }
-  const wasm = files.find((f) => f.path === 'dist/wasm/tessera_wasm_bg.wasm');
-  assert.ok(wasm.size > 1_000_000, `the module is ${wasm.size} bytes`);
+  // The threaded module's pool workers load wasm-bindgen-rayon's script from beside its glue.
+  assert.ok(paths.some((p) => /^dist\/wasm-threads\/snippets\/wasm-bindgen-rayon-[0-9a-f]+\/src\/workerHelpers\.no-bundler\.js$/.test(p)), `the pool's worker script in ${paths}`);
+  for (const path of modules) {
+    const wasm = files.find((f) => f.path === path);
+    assert.ok(wasm.size > 1_000_000, `${path} is ${wasm.size} bytes`);
+  }
 });
 
 test('npm pack without the wasm toolchain refuses and says what is missing', { timeout: 5 * MINUTES }, () => {
