@@ -28,15 +28,10 @@ wasm_toolchain() {
 export -f wasm_toolchain
 step "wasm toolchain (target on stable and nightly, nightly's rust-src, wasm-bindgen-cli)" 900 bash -c wasm_toolchain
 step "npm ci (web/)" 600 npm --prefix web ci --no-audit --no-fund --loglevel=error
-step "wasm build (cargo, wasm-release)" 2400 \
-    cargo build -p tessera-wasm --target wasm32-unknown-unknown --profile wasm-release --locked
-# The threaded module (cpu only): std and every crate rebuilt with atomics, in its own target
-# directory (web/build.sh builds the same, then finds it up to date).
-step "wasm build, threaded (nightly, build-std)" 2400 \
-    env CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}-wasm-threads" \
-    RUSTFLAGS="-C target-feature=+simd128,+atomics,+bulk-memory" \
-    cargo +nightly build -p tessera-wasm --target wasm32-unknown-unknown --profile wasm-release --locked \
-    --no-default-features --features threads -Z build-std=panic_abort,std
+# Each module's cargo build as a step of its own (the full web/build.sh then finds them up to
+# date); the threaded one rebuilds std and every crate with atomics, in its own target directory.
+step "wasm build (cargo, wasm-release)" 2400 web/build.sh --cargo-only single
+step "wasm build, threaded (nightly, build-std)" 2400 web/build.sh --cargo-only threaded
 step "wasm-bindgen + wasm-opt (web/build.sh)" 1200 web/build.sh
 cd web
 step "npm package tests (Node.js, Chromium, damaged models)" 900 \

@@ -33,10 +33,23 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 1
 fi
 
-(cd "$root" && cargo build -p tessera-wasm --target wasm32-unknown-unknown --profile wasm-release --locked)
-(cd "$root" && CARGO_TARGET_DIR="$threads_target_dir" RUSTFLAGS="$threads_rustflags" \
-    cargo +nightly build -p tessera-wasm --target wasm32-unknown-unknown --profile wasm-release --locked \
-    --no-default-features --features threads -Z build-std=panic_abort,std)
+cargo_single() {
+    (cd "$root" && cargo build -p tessera-wasm --target wasm32-unknown-unknown --profile wasm-release --locked)
+}
+cargo_threaded() {
+    (cd "$root" && CARGO_TARGET_DIR="$threads_target_dir" RUSTFLAGS="$threads_rustflags" \
+        cargo +nightly build -p tessera-wasm --target wasm32-unknown-unknown --profile wasm-release --locked \
+        --no-default-features --features threads -Z build-std=panic_abort,std)
+}
+# `--cargo-only single|threaded`: that module's cargo build alone (CI times each as a step).
+if [ "${1:-}" = --cargo-only ]; then
+    case "${2:-}" in
+        single | threaded) "cargo_$2"; exit 0 ;;
+        *) echo "usage: web/build.sh [--cargo-only single|threaded]" >&2; exit 2 ;;
+    esac
+fi
+cargo_single
+cargo_threaded
 
 # Debian's binaryen (108) breaks wasm-bindgen's glue; npm's is recent and works. wasm-opt takes
 # minutes on 2 cores: its output is kept per exact input, wasm-opt version and flags.

@@ -6,8 +6,8 @@
 //! calling thread alone. With a pool, the first runs of each plan compare pooled and
 //! single-threaded execution and keep the faster ([`threading`]), so more threads are never
 //! slower than one. In the browser's threaded module (wasm with `+atomics`) the pool is rayon's
-//! global one, in Web Workers started by wasm-bindgen-rayon. Plans are built per input signature (shapes plus the values of folded
-//! inputs) and kept in a small cache.
+//! global one, in Web Workers started by wasm-bindgen-rayon. Plans are built per input signature
+//! (shapes plus the values of folded inputs) and kept in a small cache.
 
 mod flatten_on_activation;
 mod kernel_choice;
@@ -25,7 +25,6 @@ mod threading;
 pub use node_by_node::{NodeTime, NonFiniteNode};
 
 use std::sync::{Arc, Mutex};
-// `std::time::Instant` panics in browsers; web-time is std's natively.
 use tessera_core::error::{catch_panic, chain_message};
 use tessera_core::model::specialize::{Folding, Lowering, PlanKey};
 use tessera_core::plan_cache::PlanCache;
@@ -34,6 +33,7 @@ use tessera_core::tract_onnx::prelude::*;
 use tessera_core::{Backend, BackendStatus, Error, Model, QuantizedExecution, Result, Tensor};
 use threading::{Calibration, Mode};
 use tract_linalg::multithread::{Executor, multithread_tract_scope};
+// `std::time::Instant` panics in browsers; web-time is std's natively.
 use web_time::Instant;
 
 /// A runnable plan and how it is best run.

@@ -340,14 +340,14 @@ use pool::on_pool;
 #[cfg(feature = "threads")]
 mod pool {
     use std::any::Any;
-    use std::collections::HashMap;
+    use std::collections::BTreeMap;
     use std::sync::OnceLock;
     use std::sync::atomic::{AtomicU64, Ordering};
     use wasm_sync::Mutex;
 
     /// The result channels of the work on the pool, by number: a worker's panic drops them all,
     /// so that every waiting run wakes up (a trapped worker never answers).
-    static IN_FLIGHT: Mutex<Option<HashMap<u64, Box<dyn Any + Send>>>> = Mutex::new(None);
+    static IN_FLIGHT: Mutex<BTreeMap<u64, Box<dyn Any + Send>>> = Mutex::new(BTreeMap::new());
     static NEXT: AtomicU64 = AtomicU64::new(0);
     /// The first panic message of a pool worker.
     static WORKER_PANIC: OnceLock<String> = OnceLock::new();
@@ -378,11 +378,10 @@ mod pool {
         }
     }
 
-    fn in_flight<R>(f: impl FnOnce(&mut HashMap<u64, Box<dyn Any + Send>>) -> R) -> R {
-        let mut all = IN_FLIGHT
+    fn in_flight<R>(f: impl FnOnce(&mut BTreeMap<u64, Box<dyn Any + Send>>) -> R) -> R {
+        f(&mut IN_FLIGHT
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        f(all.get_or_insert_with(HashMap::new))
+            .unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 
     /// From the panic hook: on a pool worker, keeps the message and wakes every waiting run.

@@ -238,9 +238,9 @@ impl FastQuantizedConv {
                     for y in 0..rows {
                         let start = ((y + self.pad_before[0]) * wp + self.pad_before[1]) * 4;
                         let row = &source[y * w..][..columns];
-                        let laid = &mut quad[start..][..columns * 4];
-                        for (quad, &v) in laid.chunks_exact_mut(4).zip(row) {
-                            quad[byte] = (v.into() + shift) as u8;
+                        let pixels = &mut quad[start..][..columns * 4];
+                        for (pixel, &v) in pixels.chunks_exact_mut(4).zip(row) {
+                            pixel[byte] = (v.into() + shift) as u8;
                         }
                     }
                 }
