@@ -32,7 +32,11 @@ chmod -R a-w "$work/shared"
 echo "cold run of $(git -C "$work/main" rev-parse --short HEAD) in $work/main on $(nproc) cores: $(lscpu | sed -n 's/^Model name: *//p')"
 start=$SECONDS
 rc=0
+# The cores' use every 30 s beside the step table's per-step share: where the run idles.
+vmstat -n -t 30 > "$log.vmstat" &
+sampler=$!
 (cd "$work/main" && env -u TESSERA_SHARED -u CARGO_TARGET_DIR CI=true bash .ci/run < /dev/null) > "$log" 2>&1 || rc=$?
-echo "exit $rc after $((SECONDS - start)) s ($(( (SECONDS - start) / 60 )) min); log: $log"
+kill "$sampler" 2>/dev/null || true
+echo "exit $rc after $((SECONDS - start)) s ($(( (SECONDS - start) / 60 )) min); log: $log, cores every 30 s: $log.vmstat"
 tail -30 "$log"
 exit "$rc"

@@ -20,7 +20,7 @@ rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
     || missing+=("the wasm32-unknown-unknown target (rustup target add wasm32-unknown-unknown)")
 wanted="$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' "$root/Cargo.lock")"
 [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" = "$wanted" ] \
-    || missing+=("wasm-bindgen-cli $wanted (cargo install wasm-bindgen-cli --version $wanted)")
+    || missing+=("wasm-bindgen-cli $wanted (cargo install wasm-bindgen-cli --version $wanted --no-default-features)")
 rustup target list --installed --toolchain nightly 2>/dev/null | grep -qx wasm32-unknown-unknown \
     || missing+=("a nightly toolchain with the wasm32-unknown-unknown target (rustup target add wasm32-unknown-unknown --toolchain nightly)")
 rustup component list --installed --toolchain nightly 2>/dev/null | grep -q '^rust-src' \
@@ -77,7 +77,17 @@ glue_and_shrink() {
 }
 
 rm -rf dist && mkdir -p dist
-glue_and_shrink dist/wasm "$target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm"
+# The two modules side by side: npm's wasm-opt runs on one core (binaryen compiled to wasm).
+glue_and_shrink dist/wasm "$target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm" &
+single=$!
 glue_and_shrink dist/wasm-threads "$threads_target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm" \
-    --enable-threads
+    --enable-threads &
+threaded=$!
+failed=0
+wait "$single" || failed=1
+wait "$threaded" || failed=1
+if [ "$failed" -ne 0 ]; then
+    echo "web/build.sh: wasm-bindgen or wasm-opt failed (above)" >&2
+    exit 1
+fi
 cp src/index.js src/index.d.ts dist/
