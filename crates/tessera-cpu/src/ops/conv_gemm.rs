@@ -14,7 +14,8 @@
 //! wide planes skip the gathering: one product per kernel tap over the input as it lies
 //! ([`FastConv::shifted_taps`]). On CPUs with AVX-512, convolutions run on
 //! [`tap_products`](super::tap_products) instead ([`FastConv::runs_on_tap_products`]): no
-//! gathering and no product per tap at all, the whole depth summed in registers.
+//! gathering and no product per tap at all, the whole depth summed in registers; on AVX2 CPUs,
+//! those that would be gathered.
 //!
 //! [ONNX `Conv`]: https://onnx.ai/onnx/operators/onnx__Conv.html
 
@@ -312,11 +313,21 @@ impl FastConv {
     }
 
     /// Whether this convolution runs on [`tap_products`]: channels first, on a CPU with the
-    /// kernel (AVX-512). Every input channel and tap is then read where it lies in the padded
-    /// input (split by phase for strides: [`Self::tap_geometry`]), with the sums in registers
-    /// over the whole depth.
+    /// kernel (AVX-512; AVX2 with FMA only where gemm would gather). Every input channel and
+    /// tap is then read where it lies in the padded input (split by phase for strides:
+    /// [`Self::tap_geometry`]), with the sums in registers over the whole depth.
     pub fn runs_on_tap_products(&self) -> bool {
-        tap_products::available() && !self.channels_last && self.depth() >= TAP_PRODUCTS_MIN_DEPTH
+        let fits = !self.channels_last && self.depth() >= TAP_PRODUCTS_MIN_DEPTH;
+        match tap_products::Kernel::best() {
+            tap_products::Kernel::Avx512 => fits,
+            // With half the registers (2 vectors of 8 positions a micro-tile, not 4 of 16) the
+            // kernel only beats gathering: unit-stride convolutions on wide planes stay on
+            // gemm's shifted taps. Zen 3, 1 thread, interleaved: every convolution on the
+            // kernel made VGG-19 1.19× slower (its 28×28 3×3 ones 1.4×); this way ZFNet-512
+            // 0.92×, magika 0.89×, the other CNNs within this VM's ±7%.
+            tap_products::Kernel::Avx2 => fits && self.shifted_taps_geometry().is_none(),
+            tap_products::Kernel::Portable => false,
+        }
     }
 
     /// Rows of a group's product: its input channels × the kernel's taps.
@@ -566,12 +577,20 @@ impl FastConv {
     /// input channels (a 3-channel image: 9 products of depth 3 where gathering makes one of
     /// depth 27; mtcnn_rnet and mtcnn_onet 10-12% faster gathered).
     fn shifted_taps(&self) -> Option<Shifted> {
+        if self.tap_products {
+            return None;
+        }
+        self.shifted_taps_geometry()
+    }
+
+    /// [`Self::shifted_taps`]' geometry where the convolution would run that way on gemm.
+    fn shifted_taps_geometry(&self) -> Option<Shifted> {
         let (r, c) = (self.window.rows, self.window.cols);
         let reach = |a: &Axis| (a.kernel - 1) * a.dilation;
         let group_in = self.in_channels / self.group.max(1);
         let wide = c.output >= 4 * reach(&c).max(1) && (c.output >= 16 || group_in >= 128);
         let deep = group_in >= 8 || self.channels_last;
-        if self.tap_products || self.direct() || r.stride != 1 || c.stride != 1 || !wide || !deep {
+        if self.direct() || r.stride != 1 || c.stride != 1 || !wide || !deep {
             return None;
         }
         let (width, height) = (c.output + reach(&c), r.output + reach(&r));
@@ -1635,7 +1654,9 @@ mod tests {
                     // On the tap products' kernel where this CPU has it (at any depth, not only
                     // where a plan chooses it), with the kernel as it comes and packed as a plan
                     // packs it.
-                    if tap_products::available() && !op.channels_last {
+                    if tap_products::Kernel::best() != tap_products::Kernel::Portable
+                        && !op.channels_last
+                    {
                         let mut taps = op.clone();
                         taps.tap_products = true;
                         variants.push((taps.clone(), kernel.clone()));

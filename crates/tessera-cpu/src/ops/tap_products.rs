@@ -9,7 +9,9 @@
 //! taps' 9 products of depth `C` each store and reload their sums 9 times, and a gathered matrix
 //! is a copy of the input 9 times over and packed again. Here the sums of a tile stay in 24
 //! registers over the whole depth (`C · kh · kw`), 4 vectors of 16 positions by 6 channels, as in
-//! onnxruntime's NCHWc kernels, but over channels-first planes.
+//! onnxruntime's NCHWc kernels, but over channels-first planes. CPUs with AVX2 and FMA but no
+//! AVX-512 (Zen 3, most desktop and laptop x86) run the same tiles on their 16 registers: 2
+//! vectors of 8 positions by 6 channels.
 
 use tessera_core::tract_onnx::tract_core::internal::*;
 
@@ -40,15 +42,36 @@ pub fn pack_weights(weights: &[f32], rows: usize, depth: usize) -> Vec<f32> {
     packed
 }
 
-/// Whether [`products`] runs on this CPU.
-pub fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
+/// The register-blocked kernels [`products`] can run on; `Portable` is the reference loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    Avx512,
+    Avx2,
+    Portable,
+}
+
+impl Kernel {
+    /// The fastest kernel this CPU runs.
+    pub fn best() -> Kernel {
+        Kernel::on_this_cpu()[0]
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+
+    /// Every kernel this CPU runs, fastest first.
+    pub fn on_this_cpu() -> Vec<Kernel> {
+        let mut kernels = vec![];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                kernels.push(Kernel::Avx512);
+            }
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+            {
+                kernels.push(Kernel::Avx2);
+            }
+        }
+        kernels.push(Kernel::Portable);
+        kernels
     }
 }
 
@@ -99,6 +122,32 @@ pub unsafe fn products_to(
     sums: *mut f32,
     sums_row: usize,
 ) -> TractResult<()> {
+    // SAFETY: the caller's, passed on.
+    unsafe {
+        products_on(
+            Kernel::best(),
+            input,
+            offsets,
+            packed,
+            (channels, positions),
+            sums,
+            sums_row,
+        )
+    }
+}
+
+/// [`products_to`] on `kernel`, which must run on this CPU ([`Kernel::on_this_cpu`]).
+///
+/// SAFETY: as [`products_to`].
+unsafe fn products_on(
+    kernel: Kernel,
+    input: &[f32],
+    offsets: &[usize],
+    packed: &[f32],
+    (channels, positions): (usize, usize),
+    sums: *mut f32,
+    sums_row: usize,
+) -> TractResult<()> {
     let depth = offsets.len();
     if channels == 0 || positions == 0 {
         return Ok(());
@@ -108,12 +157,23 @@ pub unsafe fn products_to(
         input.len() >= reach && packed.len() >= packed_len(channels, depth),
         "tap products: an operand is smaller than its geometry"
     );
+    ensure!(
+        Kernel::on_this_cpu().contains(&kernel),
+        "tap products: the {kernel:?} kernel does not run on this CPU"
+    );
     #[cfg(target_arch = "x86_64")]
-    if available() {
-        // SAFETY: AVX-512F is present (checked just above); `input` and `packed` sizes were
-        // checked above, `sums` is the caller's.
-        unsafe { products_avx512(input, offsets, packed, channels, positions, sums, sums_row) };
-        return Ok(());
+    match kernel {
+        // SAFETY (both): the CPU has the kernel's features (checked just above); `input` and
+        // `packed` sizes were checked above, `sums` is the caller's.
+        Kernel::Avx512 => {
+            unsafe { products_avx512(input, offsets, packed, channels, positions, sums, sums_row) };
+            return Ok(());
+        }
+        Kernel::Avx2 => {
+            unsafe { products_avx2(input, offsets, packed, channels, positions, sums, sums_row) };
+            return Ok(());
+        }
+        Kernel::Portable => {}
     }
     for j in 0..channels {
         let (block, lane) = (j / CHANNELS, j % CHANNELS);
@@ -247,6 +307,123 @@ unsafe fn tile_kernel<const V: usize>(
     }
 }
 
+/// Positions per AVX2 vector.
+#[cfg(target_arch = "x86_64")]
+const AVX2_LANES: usize = 8;
+
+/// [`products_avx512`] on AVX2 and FMA: micro-tiles of 2 vectors of 8 positions by [`CHANNELS`]
+/// channels (12 sums, 2 input vectors and a broadcast weight: 15 of the 16 registers).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn products_avx2(
+    input: &[f32],
+    offsets: &[usize],
+    packed: &[f32],
+    channels: usize,
+    positions: usize,
+    sums: *mut f32,
+    sums_row: usize,
+) {
+    let depth = offsets.len();
+    for block in 0..channels.div_ceil(CHANNELS) {
+        let rows = (channels - block * CHANNELS).min(CHANNELS);
+        let weights = packed[block * depth * CHANNELS..].as_ptr();
+        // SAFETY: the block's first row of the sums, the caller's.
+        let out = unsafe { sums.add(block * CHANNELS * sums_row) };
+        let mut p = 0;
+        while p < positions {
+            let n = (positions - p).min(2 * AVX2_LANES);
+            let tail = n - (n - 1) / AVX2_LANES * AVX2_LANES;
+            // SAFETY: (for all) every load reads `input[offsets[k] + p..][..n]`, inside `input`
+            // (`reach` was checked); stores write `rows` rows of `n` values from `p`, the
+            // caller's; `weights` holds `depth × CHANNELS` values from the block (checked).
+            unsafe {
+                let base = input.as_ptr().add(p);
+                let out = out.add(p);
+                match (n > AVX2_LANES, tail == AVX2_LANES) {
+                    (true, true) => tile_kernel_avx2::<2, false>(
+                        base, offsets, weights, out, sums_row, rows, tail,
+                    ),
+                    (true, false) => tile_kernel_avx2::<2, true>(
+                        base, offsets, weights, out, sums_row, rows, tail,
+                    ),
+                    (false, true) => tile_kernel_avx2::<1, false>(
+                        base, offsets, weights, out, sums_row, rows, tail,
+                    ),
+                    (false, false) => tile_kernel_avx2::<1, true>(
+                        base, offsets, weights, out, sums_row, rows, tail,
+                    ),
+                }
+            }
+            p += n;
+        }
+    }
+}
+
+/// One AVX2 micro-tile: `V` vectors of 8 positions (the last holding `tail` of them, loaded and
+/// stored under a mask when `MASKED`) by [`CHANNELS`] channels (the first `rows` stored).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+#[allow(clippy::needless_range_loop)]
+unsafe fn tile_kernel_avx2<const V: usize, const MASKED: bool>(
+    input: *const f32,
+    offsets: &[usize],
+    weights: *const f32,
+    out: *mut f32,
+    out_row: usize,
+    rows: usize,
+    tail: usize,
+) {
+    use std::arch::x86_64::*;
+    // Lanes below `tail` on: a window of eight into eight -1s followed by eight 0s.
+    const ONES_THEN_ZEROS: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
+    // SAFETY: `tail` is 1..=8, so the eight values read lie inside the table.
+    let mask = unsafe {
+        _mm256_loadu_si256(ONES_THEN_ZEROS.as_ptr().add(AVX2_LANES - tail) as *const __m256i)
+    };
+    let mut acc = [[_mm256_setzero_ps(); CHANNELS]; V];
+    for (k, &offset) in offsets.iter().enumerate() {
+        // SAFETY: the caller's: tap `k`'s `V` vectors (the last masked when `MASKED`) lie
+        // inside the input, and its `CHANNELS` weights inside the block.
+        unsafe {
+            let a = input.add(offset);
+            for v in 0..V {
+                _mm_prefetch::<_MM_HINT_T0>(a.wrapping_add((V + v) * AVX2_LANES) as *const i8);
+            }
+            let mut x = [_mm256_setzero_ps(); V];
+            for (v, x) in x.iter_mut().enumerate() {
+                *x = if MASKED && v + 1 == V {
+                    _mm256_maskload_ps(a.add(v * AVX2_LANES), mask)
+                } else {
+                    _mm256_loadu_ps(a.add(v * AVX2_LANES))
+                };
+            }
+            let w = weights.add(k * CHANNELS);
+            for j in 0..CHANNELS {
+                let b = _mm256_broadcast_ss(&*w.add(j));
+                for v in 0..V {
+                    acc[v][j] = _mm256_fmadd_ps(x[v], b, acc[v][j]);
+                }
+            }
+        }
+    }
+    for j in 0..rows {
+        for v in 0..V {
+            // SAFETY: the caller's: row `j`'s `V` vectors (the last masked when `MASKED`) lie
+            // inside `out`.
+            unsafe {
+                let at = out.add(j * out_row + v * AVX2_LANES);
+                if MASKED && v + 1 == V {
+                    _mm256_maskstore_ps(at, mask, acc[v][j]);
+                } else {
+                    _mm256_storeu_ps(at, acc[v][j]);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,38 +444,50 @@ mod tests {
     }
 
     #[test]
-    fn products_match_the_definition_for_every_tile_shape() {
+    fn products_match_the_definition_for_every_tile_shape_on_every_kernel_of_this_cpu() {
         let depth_offsets: Vec<usize> = (0..13).map(|k| (k * 37) % 50 + k).collect();
         let input: Vec<f32> = (0..400).map(|i| ((i * 31 % 23) as f32) - 11.0).collect();
-        for channels in [1, 5, 6, 7, 13] {
-            for positions in [1, 15, 16, 17, 64, 65, 130] {
-                let weights: Vec<f32> = (0..channels * depth_offsets.len())
-                    .map(|i| ((i * 7 % 11) as f32) * 0.5 - 2.0)
-                    .collect();
-                let packed = pack_weights(&weights, channels, depth_offsets.len());
-                let sums_row = positions + 3;
-                let mut sums = vec![f32::NAN; channels * sums_row];
-                products(
-                    &input,
-                    &depth_offsets,
-                    &packed,
-                    channels,
-                    positions,
-                    &mut sums,
-                    sums_row,
-                )
-                .unwrap();
-                for j in 0..channels {
-                    for p in 0..positions {
-                        let expected: f32 = depth_offsets
-                            .iter()
-                            .enumerate()
-                            .map(|(k, &o)| weights[j * depth_offsets.len() + k] * input[o + p])
-                            .sum();
-                        let got = sums[j * sums_row + p];
+        for kernel in Kernel::on_this_cpu() {
+            for channels in [1, 5, 6, 7, 13] {
+                for positions in [1, 7, 8, 9, 15, 16, 17, 23, 24, 25, 64, 65, 130] {
+                    let weights: Vec<f32> = (0..channels * depth_offsets.len())
+                        .map(|i| ((i * 7 % 11) as f32) * 0.5 - 2.0)
+                        .collect();
+                    let packed = pack_weights(&weights, channels, depth_offsets.len());
+                    let sums_row = positions + 3;
+                    let mut sums = vec![f32::NAN; channels * sums_row];
+                    // SAFETY: `sums` holds `channels` rows of `sums_row >= positions` values.
+                    unsafe {
+                        products_on(
+                            kernel,
+                            &input,
+                            &depth_offsets,
+                            &packed,
+                            (channels, positions),
+                            sums.as_mut_ptr(),
+                            sums_row,
+                        )
+                    }
+                    .unwrap();
+                    for j in 0..channels {
+                        for p in 0..positions {
+                            let expected: f32 = depth_offsets
+                                .iter()
+                                .enumerate()
+                                .map(|(k, &o)| weights[j * depth_offsets.len() + k] * input[o + p])
+                                .sum();
+                            let got = sums[j * sums_row + p];
+                            assert!(
+                                (got - expected).abs() <= 1e-4 * expected.abs().max(1.0),
+                                "{kernel:?}, {channels} channels, {positions} positions: [{j}][{p}] {got} vs {expected}"
+                            );
+                        }
+                        // Masked stores end at the row's last position.
                         assert!(
-                            (got - expected).abs() <= 1e-4 * expected.abs().max(1.0),
-                            "{channels} channels, {positions} positions: [{j}][{p}] {got} vs {expected}"
+                            sums[j * sums_row + positions..][..3]
+                                .iter()
+                                .all(|s| s.is_nan()),
+                            "{kernel:?}, {channels} channels, {positions} positions: row {j} written past its end"
                         );
                     }
                 }
