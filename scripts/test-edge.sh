@@ -36,11 +36,11 @@ models=(
 check_target() {
     local target="$1" qemu="$2" machine="$3" bin
     if $build_only; then
-        step "edge: $target build (beside the suites)" 1800 scripts/build-edge.sh "$target" release
+        step "edge: $target build (beside the suites)" 3600 scripts/build-edge.sh "$target" release
         return
     fi
     # Built already by --build-only in CI: then cargo only confirms it is fresh.
-    step "edge: $target build" 1800 scripts/build-edge.sh "$target" release
+    step "edge: $target build" 3600 scripts/build-edge.sh "$target" release
     bin="$(scripts/build-edge.sh "$target" release 2>/dev/null)"
     if readelf -l "$bin" | grep -q INTERP || readelf -d "$bin" | grep -q NEEDED; then
         echo "error: $bin is not statically linked" >&2
@@ -80,7 +80,7 @@ check_target aarch64-unknown-linux-musl qemu-aarch64 AArch64
 # The x86-64 musl binary is checked inside the serving image (scripts/test-image.sh); it is built
 # here, beside the suites, in the same target directory as the arm64 one (shared host crates).
 if $build_only; then
-    step "edge: x86_64-unknown-linux-musl build (beside the suites)" 1800 \
+    step "edge: x86_64-unknown-linux-musl build (beside the suites)" 3600 \
         scripts/build-edge.sh x86_64-unknown-linux-musl release serve
 fi
 check_target thumbv7neon-unknown-linux-gnueabihf qemu-arm ARM

@@ -31,15 +31,15 @@ wasm_toolchain() {
     fi
 }
 export -f wasm_toolchain
-step "wasm toolchain (target on stable and nightly, nightly's rust-src, wasm-bindgen-cli)" 900 bash -c wasm_toolchain
+step "wasm toolchain (target on stable and nightly, nightly's rust-src, wasm-bindgen-cli)" 1800 bash -c wasm_toolchain
 step "npm ci (web/)" 600 npm --prefix web ci --no-audit --no-fund --loglevel=error
 # Each module's cargo build as a step of its own (the full web/build.sh then finds them up to
 # date); the threaded one rebuilds std and every crate with atomics, in its own target directory.
 step "wasm build (cargo, wasm-release)" 2400 web/build.sh --cargo-only single
 step "wasm build, threaded (nightly, build-std)" 2400 web/build.sh --cargo-only threaded
-step "wasm-bindgen + wasm-opt (web/build.sh)" 1200 web/build.sh
+step "wasm-bindgen + wasm-opt (web/build.sh)" 2400 web/build.sh
 cd web
-step "npm package tests (Node.js, Chromium, damaged models)" 900 \
+step "npm package tests (Node.js, Chromium, damaged models)" 1800 \
     node --test --test-reporter=spec test/node.test.mjs test/browser.test.mjs test/damaged.test.mjs
 # Last: it rebuilds dist/ (prepack), which the tests above load.
 step "npm pack (prepack builds the package; refuses without the toolchain)" 1200 \
