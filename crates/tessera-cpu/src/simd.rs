@@ -52,12 +52,15 @@ unsafe fn on_avx2<R>(body: impl FnOnce() -> R) -> R {
 #[inline(always)]
 pub fn take_even(src: &[f32], even: &mut [f32]) {
     let even = &mut even[..src.len().div_ceil(2)];
-    let mut done = 0;
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
+    let done = if std::arch::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU has AVX-512F (checked just above).
-        done = unsafe { take_even_avx512(src, even) };
-    }
+        unsafe { take_even_avx512(src, even) }
+    } else {
+        0
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = 0;
     for (e, v) in even[done..]
         .iter_mut()
         .zip(src[2 * done..].iter().step_by(2))

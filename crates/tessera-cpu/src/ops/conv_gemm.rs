@@ -317,14 +317,18 @@ impl FastConv {
     /// tap is then read where it lies in the padded input (split by phase for strides:
     /// [`Self::tap_geometry`]), with the sums in registers over the whole depth.
     pub fn runs_on_tap_products(&self) -> bool {
+        // (Read only by the x86-64 kernels' arms.)
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
         let fits = !self.channels_last && self.depth() >= TAP_PRODUCTS_MIN_DEPTH;
         match tap_products::Kernel::best() {
+            #[cfg(target_arch = "x86_64")]
             tap_products::Kernel::Avx512 => fits,
             // With half the registers (2 vectors of 8 positions a micro-tile, not 4 of 16) the
             // kernel only beats gathering: unit-stride convolutions on wide planes stay on
             // gemm's shifted taps. Zen 3, 1 thread, interleaved: every convolution on the
             // kernel made VGG-19 1.19× slower (its 28×28 3×3 ones 1.4×); this way ZFNet-512
             // 0.92×, magika 0.89×, the other CNNs within this VM's ±7%.
+            #[cfg(target_arch = "x86_64")]
             tap_products::Kernel::Avx2 => fits && self.shifted_taps_geometry().is_none(),
             tap_products::Kernel::Portable => false,
         }

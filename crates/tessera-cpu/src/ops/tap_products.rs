@@ -17,9 +17,11 @@ use tessera_core::tract_onnx::tract_core::internal::*;
 
 /// Output channels per micro-tile.
 pub const CHANNELS: usize = 6;
-/// Positions per vector.
+/// Positions per AVX-512 vector.
+#[cfg(target_arch = "x86_64")]
 pub const LANES: usize = 16;
-/// Vectors of positions per micro-tile.
+/// AVX-512 vectors of positions per micro-tile.
+#[cfg(any(target_arch = "x86_64", test))]
 pub const VECTORS: usize = 4;
 
 /// Values [`pack_weights`] makes of `rows` channels of depth `depth`.
@@ -45,7 +47,9 @@ pub fn pack_weights(weights: &[f32], rows: usize, depth: usize) -> Vec<f32> {
 /// The register-blocked kernels [`products`] can run on; `Portable` is the reference loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kernel {
+    #[cfg(target_arch = "x86_64")]
     Avx512,
+    #[cfg(target_arch = "x86_64")]
     Avx2,
     Portable,
 }
@@ -53,25 +57,41 @@ pub enum Kernel {
 impl Kernel {
     /// The fastest kernel this CPU runs.
     pub fn best() -> Kernel {
-        Kernel::on_this_cpu()[0]
+        #[cfg(target_arch = "x86_64")]
+        for kernel in [Kernel::Avx512, Kernel::Avx2] {
+            if kernel.runs_here() {
+                return kernel;
+            }
+        }
+        Kernel::Portable
+    }
+
+    /// Whether this CPU has the kernel's instructions.
+    pub fn runs_here(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+            }
+            Kernel::Portable => true,
+        }
     }
 
     /// Every kernel this CPU runs, fastest first.
+    #[cfg(test)]
     pub fn on_this_cpu() -> Vec<Kernel> {
-        let mut kernels = vec![];
         #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                kernels.push(Kernel::Avx512);
-            }
-            if std::arch::is_x86_feature_detected!("avx2")
-                && std::arch::is_x86_feature_detected!("fma")
-            {
-                kernels.push(Kernel::Avx2);
-            }
-        }
-        kernels.push(Kernel::Portable);
-        kernels
+        let vector_kernels = [Kernel::Avx512, Kernel::Avx2];
+        #[cfg(not(target_arch = "x86_64"))]
+        let vector_kernels: [Kernel; 0] = [];
+        vector_kernels
+            .into_iter()
+            .filter(|kernel| kernel.runs_here())
+            .chain([Kernel::Portable])
+            .collect()
     }
 }
 
@@ -136,7 +156,7 @@ pub unsafe fn products_to(
     }
 }
 
-/// [`products_to`] on `kernel`, which must run on this CPU ([`Kernel::on_this_cpu`]).
+/// [`products_to`] on `kernel`, which must run on this CPU ([`Kernel::runs_here`]).
 ///
 /// SAFETY: as [`products_to`].
 unsafe fn products_on(
@@ -158,7 +178,7 @@ unsafe fn products_on(
         "tap products: an operand is smaller than its geometry"
     );
     ensure!(
-        Kernel::on_this_cpu().contains(&kernel),
+        kernel.runs_here(),
         "tap products: the {kernel:?} kernel does not run on this CPU"
     );
     #[cfg(target_arch = "x86_64")]
@@ -231,6 +251,7 @@ unsafe fn products_avx512(
     }
 }
 
+#[cfg(any(target_arch = "x86_64", test))]
 /// Vectors of the next micro-tile when `left` vectors of positions remain: 4 where that leaves
 /// no tile of 1 or 2 behind, else 3 (13 vectors as 3 + 3 + 4 + 3, not 4 + 4 + 4 + 1: a tile of
 /// one vector loads 6 weights for 6 products and ran at a third of the speed).
