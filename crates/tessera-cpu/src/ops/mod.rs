@@ -75,6 +75,26 @@ fn first_input_is_f32(model: &TypedModel, node: &TypedNode) -> bool {
         .is_some_and(|f| f.datum_type == f32::datum_type())
 }
 
+/// Whether tract's integer matrix products run faster here than the same products in f32:
+/// where the CPU has dot-product instructions (arm64; x86-64 with AVX-512 VNNI or AVX-VNNI).
+/// x86-64 without VNNI has only tract's AVX2 integer kernel, which widens the bytes to 16 bits
+/// and multiplies 8 pairs an instruction (at best half an f32 FMA's rate), and whose inner loop
+/// (tract-linalg 0.23.9) loads each step with a legacy-SSE `movq` among VEX instructions: on the
+/// AMD EPYC Zen 3 VM of 2026-12-02 each such load cost ~120 ns (a 7-instruction loop: 124.8 ns an
+/// iteration against 1.4 with `vmovq`), and quantized models ran 26-48× slower than their float
+/// versions. There, QDQ products stay f32 between their dequantization and quantization.
+pub fn integer_products_pay() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512vnni")
+            || std::arch::is_x86_feature_detected!("avxvnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        true
+    }
+}
+
 /// Whether a quantized convolution of `conv`'s geometry runs as integers on Tessera's
 /// VNNI kernel on this CPU (given weights that fit it).
 pub fn quantized_conv_runs_on_vnni(conv: &Conv) -> bool {

@@ -189,13 +189,15 @@ fn integer_conv(
     model: &TypedModel,
     constants: &DequantizedConstants,
     node: &TypedNode,
+    integer_pays: bool,
 ) -> Option<TypedModelPatch> {
     let conv = node.op_as::<Conv>()?;
     if conv.q_params.is_some() || conv.kernel_fmt != KernelFormat::OIHW || node.inputs.len() != 3 {
         return None;
     }
-    // Which integer convolutions pay: depthwise ones (Tessera's own op), pointwise ones (a
-    // matrix product for tract), unit-stride ones where Tessera's VNNI kernel runs them, and,
+    // Which integer convolutions pay: depthwise ones (Tessera's own op), and where tract's integer
+    // products do (`integer_pays`: [`super::integer_products_pay`]) pointwise ones (a matrix product for tract),
+    // unit-stride ones where Tessera's VNNI kernel runs them, and,
     // through tract's integer im2col — a generic gather whose cost only a wide product amortizes
     // — those with many output channels. Narrower ones stay float, on Tessera's convolution:
     // mtcnn's (10 to 128 channels) ran 1.5-2x slower as tract's integer ones.
@@ -209,7 +211,7 @@ fn integer_conv(
             .is_none_or(|s| s.iter().all(|&s| s == 1));
     let wide = pool.output_channels >= MIN_IM2COL_CHANNELS;
     let on_vnni = super::quantized_conv_runs_on_vnni(conv);
-    if !(depthwise || (conv.group == 1 && (pointwise || wide || on_vnni))) {
+    if !(depthwise || (conv.group == 1 && integer_pays && (pointwise || wide || on_vnni))) {
         return None;
     }
     let x = activation(model, node.inputs[0])?;
@@ -365,9 +367,10 @@ fn integer_matmul(
     model: &TypedModel,
     constants: &DequantizedConstants,
     node: &TypedNode,
+    integer_pays: bool,
 ) -> Option<TypedModelPatch> {
     let einsum = node.op_as::<EinSum>()?;
-    if einsum.q_params.is_some() || node.inputs.len() != 2 {
+    if einsum.q_params.is_some() || node.inputs.len() != 2 || !integer_pays {
         return None;
     }
     let a = activation(model, node.inputs[0])?;
@@ -506,6 +509,16 @@ fn exact_float_matmul(model: &TypedModel, node: &TypedNode) -> Option<TypedModel
 /// lowered from `source`) that this module recognizes into an integer one, and every quantized
 /// product of two computed operands into its exact f32 form. Returns how many.
 pub fn integer_products(model: &mut TypedModel, source: &Model) -> TractResult<usize> {
+    integer_products_where(model, source, super::integer_products_pay())
+}
+
+/// [`integer_products`], with QDQ products made tract's integer ones only when `integer_pays`
+/// (depthwise convolutions, on Tessera's own op, and exact f32 products either way).
+fn integer_products_where(
+    model: &mut TypedModel,
+    source: &Model,
+    integer_pays: bool,
+) -> TractResult<usize> {
     let constants = source.dequantized_constants();
     let quantized = model.nodes().iter().any(|n| {
         n.op_is::<DequantizeLinearF32>()
@@ -520,8 +533,8 @@ pub fn integer_products(model: &mut TypedModel, source: &Model) -> TractResult<u
     let mut count = 0;
     for id in 0..model.nodes().len() {
         let node = model.node(id);
-        let patch = integer_conv(model, constants, node)
-            .or_else(|| integer_matmul(model, constants, node))
+        let patch = integer_conv(model, constants, node, integer_pays)
+            .or_else(|| integer_matmul(model, constants, node, integer_pays))
             .or_else(|| exact_float_matmul(model, node));
         if let Some(patch) = patch {
             patch.apply(model)?;
@@ -782,13 +795,44 @@ mod tests {
     }
 
     fn counting_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
-        let count = integer_products(typed, model)?;
+        let count = integer_products_where(typed, model, true)?;
         ensure!(count == 3, "{count} products rewritten, expected 3");
+        Ok(())
+    }
+
+    /// Where tract's integer products do not pay, only the product of two computed operands is
+    /// rewritten (exact in f32); the convolution and the product with constant weights stay f32.
+    fn float_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
+        let count = integer_products_where(typed, model, false)?;
+        ensure!(count == 1, "{count} products rewritten, expected 1");
         Ok(())
     }
 
     #[test]
     fn qdq_products_run_as_integer_ones_with_onnxruntime_s_arithmetic() {
+        qdq_model_against_integer_sums(counting_pass, 0.0);
+    }
+
+    #[test]
+    fn qdq_products_left_in_f32_stay_within_a_quantization_step() {
+        qdq_model_against_integer_sums(float_pass, Y_SCALE);
+    }
+
+    /// Runs the QDQ model lowered with `pass` and compares its outputs with onnxruntime's integer
+    /// arithmetic, to `tolerance` (0: exactly).
+    fn qdq_model_against_integer_sums(
+        pass: fn(&mut TypedModel, &Model) -> TractResult<()>,
+        tolerance: f32,
+    ) {
+        let close = |got: &[f32], want: &[f32]| {
+            assert_eq!(got.len(), want.len());
+            for (i, (g, w)) in got.iter().zip(want).enumerate() {
+                assert!(
+                    (g - w).abs() <= tolerance,
+                    "[{i}] {g} vs {w} (tolerance {tolerance})"
+                );
+            }
+        };
         let model = Model::from_bytes(&qdq_model()).unwrap();
         let (xq, x2q, x3q, x4q) = (levels(50, 7), levels(8, 3), levels(8, 11), levels(12, 5));
         let x = tessera_core::Tensor::from_vec(vec![1, 2, 5, 5], on_grid(&xq)).unwrap();
@@ -801,7 +845,7 @@ mod tests {
                 &inputs,
                 None,
                 tessera_core::model::specialize::Lowering {
-                    before_declutter: Some(counting_pass),
+                    before_declutter: Some(pass),
                     keep_axes: true,
                     ..Default::default()
                 },
@@ -834,7 +878,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(outputs[0].as_slice::<f32>().unwrap(), &want[..]);
+        close(outputs[0].as_slice::<f32>().unwrap(), &want);
 
         let weights = matmul_weights();
         let want: Vec<f32> = (0..2)
@@ -846,7 +890,7 @@ mod tests {
                 requantized(sum, W2_SCALES[c])
             })
             .collect();
-        assert_eq!(outputs[1].as_slice::<f32>().unwrap(), &want[..]);
+        close(outputs[1].as_slice::<f32>().unwrap(), &want);
 
         let want: Vec<f32> = (0..2)
             .flat_map(|r| (0..3).map(move |c| (r, c)))
@@ -857,7 +901,7 @@ mod tests {
                 requantized(sum, X_SCALE)
             })
             .collect();
-        assert_eq!(outputs[2].as_slice::<f32>().unwrap(), &want[..]);
+        close(outputs[2].as_slice::<f32>().unwrap(), &want);
     }
 
     const COLUMN_CONV_ROWS: usize = 6;
@@ -903,7 +947,7 @@ mod tests {
     }
 
     fn one_d_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
-        let count = integer_products(typed, model)?;
+        let count = integer_products_where(typed, model, true)?;
         ensure!(count == 1, "{count} products rewritten, expected 1");
         ensure!(
             typed.nodes().iter().any(|n| n.name.ends_with(".one_d")),
