@@ -12,8 +12,12 @@
 //! core, [`DequantizedConstants`]) give the integers back, exactly or not at all.
 //! Products of two computed operands (attention's) stay float: tract's integer version of those
 //! corrects the zero points with separate element-wise ops, slower than the float product.
+//! On x86-64 without VNNI, where tract's integer kernel is slower than f32 (see
+//! [`super::integer_products_pay`]), every quantized product runs as f32 sums of its centred
+//! integers instead.
 
 use super::quantize_linear::FastRequantize;
+use super::quantized_conv_in_f32::CentredF32;
 use tessera_core::model::dequantized_constants::DequantizedConstants;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
@@ -428,21 +432,36 @@ fn computed(model: &TypedModel, mut outlet: OutletId) -> bool {
     }
 }
 
-/// A quantized matrix product of two computed operands (QLinearMatMul in attention) as the same
-/// integer sums computed exactly in f32: `(a − a_zero) · (b − b_zero)` over `k` terms of at most
-/// 255 × 255 each stays an integer below 2²⁴ whenever `k × reach(a) × reach(b)` does (checked), so
-/// tract's float product computes it exactly; then onnxruntime's requantization. tract's integer
-/// version corrects the zero points with separate element-wise ops and reductions over the
-/// whole output: 11 of minilm's 17 ms in the QOperator format.
-fn exact_float_matmul(model: &TypedModel, node: &TypedNode) -> Option<TypedModelPatch> {
+/// A quantized matrix product (QLinearMatMul, MatMulInteger: tract's `EinSum` with quantization
+/// parameters) as f32 sums of its centred operands, then onnxruntime's requantization (or, for
+/// 32-bit outputs, the sums as integers). Products of 8-bit integers are exact in f32, and so
+/// are their sums below 2²⁴.
+///
+/// Where tract's integer products pay (`integer_pays`), only products of two computed operands
+/// (attention's) are taken, and only when `k × reach(a) × reach(b)` keeps every sum below 2²⁴
+/// (checked), so that the float product is exact: tract's integer version of those corrects the
+/// zero points with separate element-wise ops and reductions over the whole output (11 of
+/// minilm's 17 ms in the QOperator format). Elsewhere ([`super::integer_products_pay`]) every
+/// one is, with sums past 2²⁴ carrying f32's rounding (at most a relative 2⁻²⁴ per term: a
+/// requantized output moves a step only next to a tie); zero points may then be computed
+/// (DynamicQuantizeLinear's, one value), and per-column weight zero points are folded into the
+/// weights.
+fn float_sums_matmul(
+    model: &TypedModel,
+    node: &TypedNode,
+    integer_pays: bool,
+) -> Option<TypedModelPatch> {
     let einsum = node.op_as::<EinSum>()?;
     let output = einsum.q_params?.unquantized();
-    if !is_8_bit(output) || node.inputs.len() != 9 {
+    let output_is_i32 = output == i32::datum_type() && !integer_pays;
+    if !(is_8_bit(output) || output_is_i32) || node.inputs.len() != 9 {
         return None;
     }
     let operand = |slot: usize| {
         let fact = model.outlet_fact(node.inputs[slot]).ok()?;
-        (computed(model, node.inputs[slot]) && is_8_bit(fact.datum_type)).then_some(fact.datum_type)
+        let taken =
+            is_8_bit(fact.datum_type) && (!integer_pays || computed(model, node.inputs[slot]));
+        taken.then_some(fact.datum_type)
     };
     let (a_type, b_type) = (operand(0)?, operand(1)?);
     let scalar = |slot: usize| konst(model, node.inputs[slot]).filter(|k| k.len() == 1);
@@ -451,38 +470,50 @@ fn exact_float_matmul(model: &TypedModel, node: &TypedNode) -> Option<TypedModel
     if int(2)? != 0 {
         return None;
     }
-    let (a_zero, a_scale, b_zero, b_scale) = (int(3)?, float(4)?, int(5)?, float(6)?);
-    let (y_zero, y_scale) = (int(7)?, float(8)?);
+    let (a_scale, b_scale, y_zero, y_scale) = (float(4)?, float(6)?, int(7)?, float(8)?);
+    if output_is_i32 && (a_scale, b_scale, y_zero, y_scale) != (1.0, 1.0, 0, 1.0) {
+        return None;
+    }
     // The summed axis: in both operands, not in the output.
     let (specs, outputs) = einsum.axes.to_strs();
     let (a_spec, b_spec, c_spec) = (specs.first()?, specs.get(1)?, outputs.first()?);
-    let k_axis = a_spec
-        .chars()
-        .position(|c| b_spec.contains(c) && !c_spec.contains(c))?;
-    let k = model.outlet_fact(node.inputs[0]).ok()?.shape[k_axis]
-        .to_usize()
-        .ok()? as u64;
-    let reach = |dt: DatumType, zero: i32| {
-        let (low, high) = if dt == u8::datum_type() {
-            (0, 255)
-        } else {
-            (-128, 127)
+    if integer_pays {
+        let k_axis = a_spec
+            .chars()
+            .position(|c| b_spec.contains(c) && !c_spec.contains(c))?;
+        let k = model.outlet_fact(node.inputs[0]).ok()?.shape[k_axis]
+            .to_usize()
+            .ok()? as u64;
+        let reach = |dt: DatumType, zero: i32| {
+            let (low, high) = if dt == u8::datum_type() {
+                (0, 255)
+            } else {
+                (-128, 127)
+            };
+            (zero - low).abs().max((high - zero).abs()) as u64
         };
-        (zero - low).abs().max((high - zero).abs()) as u64
-    };
-    if k * reach(a_type, a_zero) * reach(b_type, b_zero) >= 1 << 24 {
-        return None;
+        if k * reach(a_type, int(3)?) * reach(b_type, int(5)?) >= 1 << 24 {
+            return None;
+        }
     }
     let name = &node.name;
-    let mut patch = TypedModelPatch::new("quantized matrix product, exact in f32");
+    let mut patch = TypedModelPatch::new("quantized matrix product as f32 sums");
     let mut centred = vec![];
-    for (slot, zero) in [(0, a_zero), (1, b_zero)] {
-        let input = patch.tap_model(model, node.inputs[slot]).ok()?;
-        let centre = DequantizeLinearF32::new(1.0, zero);
-        let wire = patch
-            .wire_node(format!("{name}.centred{slot}"), centre, &[input])
-            .ok()?;
-        centred.push(wire[0]);
+    for (slot, zero_slot) in [(0, 3), (1, 5)] {
+        let operand = node.inputs[slot];
+        let zero = node.inputs[zero_slot];
+        let wire = if let Some(constant) = konst(model, operand) {
+            // Constant (weights): centred here, once, with any zero points along the columns.
+            let zeros = konst(model, zero)?;
+            let spec = if slot == 0 { a_spec } else { b_spec };
+            let centred = centred_constant(&constant, &zeros, spec, c_spec, slot)?;
+            patch
+                .add_const(format!("{name}.centred{slot}"), centred)
+                .ok()?
+        } else {
+            centred_activation(model, &mut patch, operand, zero, &format!("{name}.{slot}"))?
+        };
+        centred.push(wire);
     }
     let float = EinSum {
         axes: format!("{a_spec},{b_spec}->{c_spec}").parse().ok()?,
@@ -492,22 +523,92 @@ fn exact_float_matmul(model: &TypedModel, node: &TypedNode) -> Option<TypedModel
     let sums = patch
         .wire_node(format!("{name}.sums"), float, &centred)
         .ok()?;
-    let requantize = FastRequantize {
-        multiplier: vec![a_scale * b_scale / y_scale],
-        axis: 0,
-        zero: y_zero,
-        output,
+    let wire = if output_is_i32 {
+        patch
+            .wire_node(format!("{name}.integers"), Cast::new(output), &sums)
+            .ok()?
+    } else {
+        let requantize = FastRequantize {
+            multiplier: vec![a_scale * b_scale / y_scale],
+            axis: 0,
+            zero: y_zero,
+            output,
+        };
+        patch
+            .wire_node(format!("{name}.requantized"), requantize, &sums)
+            .ok()?
     };
-    let wire = patch
-        .wire_node(format!("{name}.requantized"), requantize, &sums)
-        .ok()?;
     patch.shunt_outside(model, node.id.into(), wire[0]).ok()?;
     Some(patch)
 }
 
+/// A computed 8-bit operand minus its zero point (one value: a constant, or DynamicQuantizeLinear's
+/// computed one), as f32, wired into `patch`.
+fn centred_activation(
+    model: &TypedModel,
+    patch: &mut TypedModelPatch,
+    operand: OutletId,
+    zero: OutletId,
+    name: &str,
+) -> Option<OutletId> {
+    if !model.outlet_fact(zero).ok()?.shape.volume().is_one() {
+        return None;
+    }
+    if let Some(zero) = konst(model, zero) {
+        let input = patch.tap_model(model, operand).ok()?;
+        let centre = DequantizeLinearF32::new(1.0, values::<i32>(&zero)?[0]);
+        return Some(
+            patch
+                .wire_node(format!("{name}.centred"), centre, &[input])
+                .ok()?[0],
+        );
+    }
+    let inputs = [
+        patch.tap_model(model, operand).ok()?,
+        patch.tap_model(model, zero).ok()?,
+    ];
+    Some(
+        patch
+            .wire_node(format!("{name}.centred"), CentredF32, &inputs)
+            .ok()?[0],
+    )
+}
+
+/// A constant 8-bit operand of a quantized matrix product (`spec`: its axes), minus its zero
+/// points (one value, or one per column `n` of the second operand), as f32.
+fn centred_constant(
+    operand: &Tensor,
+    zeros: &Tensor,
+    spec: &str,
+    c_spec: &str,
+    slot: usize,
+) -> Option<Tensor> {
+    let ints = values::<i32>(operand)?;
+    let zeros = values::<i32>(zeros)?;
+    let centred: Vec<f32> = if zeros.len() == 1 {
+        ints.iter().map(|&v| (v - zeros[0]) as f32).collect()
+    } else {
+        // Per column: only the second operand's last axis, an output axis.
+        let last = spec.chars().last()?;
+        let columns = *operand.shape().last()?;
+        if slot != 1 || !c_spec.contains(last) || zeros.len() != columns {
+            return None;
+        }
+        ints.iter()
+            .enumerate()
+            .map(|(i, &v)| (v - zeros[i % columns]) as f32)
+            .collect()
+    };
+    Tensor::from_shape(operand.shape(), &centred).ok()
+}
+
 /// Turns every QDQ convolution and matrix product of `model` (a typed graph not yet decluttered,
 /// lowered from `source`) that this module recognizes into an integer one, and every quantized
-/// product of two computed operands into its exact f32 form. Returns how many.
+/// product of two computed operands into its exact f32 form; where tract's integer products do
+/// not pay ([`super::integer_products_pay`]), QDQ products stay f32 instead and the quantized
+/// matrix products of the other formats (QLinearMatMul, MatMulInteger) become
+/// f32 sums ([`float_sums_matmul`], [`super::quantized_conv_in_f32`]: here, before tract's
+/// declutter makes the 1×1 convolutions integer matrix products). Returns how many.
 pub fn integer_products(model: &mut TypedModel, source: &Model) -> TractResult<usize> {
     integer_products_where(model, source, super::integer_products_pay())
 }
@@ -535,7 +636,7 @@ fn integer_products_where(
         let node = model.node(id);
         let patch = integer_conv(model, constants, node, integer_pays)
             .or_else(|| integer_matmul(model, constants, node, integer_pays))
-            .or_else(|| exact_float_matmul(model, node));
+            .or_else(|| float_sums_matmul(model, node, integer_pays));
         if let Some(patch) = patch {
             patch.apply(model)?;
             count += 1;
@@ -548,6 +649,9 @@ fn integer_products_where(
     }
     // Before tract's declutter makes the 1×1 ones matrix products for its own integer kernel.
     super::quantized_convs_on_vnni(model)?;
+    if !integer_pays {
+        count += super::quantized_conv_in_f32::quantized_convs_in_f32_where(model, false)?;
+    }
     Ok(count)
 }
 
@@ -902,6 +1006,68 @@ mod tests {
             })
             .collect();
         close(outputs[2].as_slice::<f32>().unwrap(), &want);
+    }
+
+    /// `DynamicQuantizeLinear(x)` into a MatMulInteger with i8 weights and per-column weight zero
+    /// points, its i32 sums cast to float: the dynamic quantization onnxruntime's quantizer writes.
+    fn dynamic_matmul_model() -> Vec<u8> {
+        let weights: Vec<i8> = (0..40 * 3)
+            .map(|i: i32| (i * 37 % 251 - 125) as i8)
+            .collect();
+        model_bytes(
+            vec![
+                NodeProto {
+                    op_type: "DynamicQuantizeLinear".into(),
+                    name: "dql".into(),
+                    input: vec!["x".into()],
+                    output: vec!["xq".into(), "xs".into(), "xz".into()],
+                    ..Default::default()
+                },
+                node("MatMulInteger", &["xq", "w", "xz", "wz"], "sums", vec![]),
+                node("Cast", &["sums"], "y", vec![int("to", 1)]),
+            ],
+            vec![i8s("w", &[40, 3], &weights), i8s("wz", &[3], &[3, -7, 0])],
+            vec![value("x", &[2, 40])],
+            vec![value("y", &[2, 3])],
+        )
+    }
+
+    fn no_integer_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
+        integer_products_where(typed, model, true).map(|_| ())
+    }
+
+    fn float_sums_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
+        let count = integer_products_where(typed, model, false)?;
+        ensure!(count == 1, "{count} products rewritten, expected 1");
+        Ok(())
+    }
+
+    fn dynamic_matmul_outputs(pass: fn(&mut TypedModel, &Model) -> TractResult<()>) -> Vec<f32> {
+        let model = Model::from_bytes(&dynamic_matmul_model()).unwrap();
+        let values: Vec<f32> = (0..80)
+            .map(|i| ((i * 53 % 97) as f32 - 40.0) * 0.37)
+            .collect();
+        let inputs = vec![tessera_core::Tensor::from_vec(vec![2, 40], values).unwrap()];
+        let lowering = tessera_core::model::specialize::Lowering {
+            before_declutter: Some(pass),
+            keep_axes: true,
+            ..Default::default()
+        };
+        model.lower_for(&inputs, None, lowering).expect("lowered");
+        let session = CpuSession::new(Arc::new(model), &CpuOptions { threads: Some(1) }).unwrap();
+        session.run(inputs).unwrap()[0]
+            .as_slice::<f32>()
+            .unwrap()
+            .to_vec()
+    }
+
+    #[test]
+    fn a_dynamic_matrix_product_in_f32_sums_is_the_integer_one() {
+        let integer = dynamic_matmul_outputs(no_integer_pass);
+        let float_sums = dynamic_matmul_outputs(float_sums_pass);
+        assert_eq!(integer.len(), 6);
+        assert!(integer.iter().any(|&v| v.abs() > 1000.0), "{integer:?}");
+        assert_eq!(float_sums, integer);
     }
 
     const COLUMN_CONV_ROWS: usize = 6;

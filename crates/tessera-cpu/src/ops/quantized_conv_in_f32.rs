@@ -204,10 +204,16 @@ impl QuantizedConv {
 }
 
 /// The rewrite of `node` as a float convolution with exact sums, when it is a [`QuantizedConv`]
-/// of fewer than [`MIN_INTEGER_CHANNELS`] outputs whose every channel's sums stay below 2²⁴.
-fn float_patch(model: &TypedModel, node: &TypedNode) -> Option<TypedModelPatch> {
+/// of fewer than [`MIN_INTEGER_CHANNELS`] outputs whose every channel's sums stay below 2²⁴; of
+/// every [`QuantizedConv`] unless `integer_pays` (then sums past 2²⁴ carry f32's rounding, at most
+/// a relative 2⁻²⁴ per term: a requantized output moves a step only next to a tie).
+fn float_patch(
+    model: &TypedModel,
+    node: &TypedNode,
+    integer_pays: bool,
+) -> Option<TypedModelPatch> {
     let q = QuantizedConv::of(model, node)?;
-    if q.channels >= MIN_INTEGER_CHANNELS {
+    if integer_pays && q.channels >= MIN_INTEGER_CHANNELS {
         return None;
     }
     let per_output = q.centred.len() / q.channels;
@@ -230,7 +236,7 @@ fn float_patch(model: &TypedModel, node: &TypedNode) -> Option<TypedModelPatch> 
             let reach: i64 = row.iter().map(|&w| (w as i64).abs()).sum::<i64>() * x_reach;
             (bias as i64).abs() + reach < EXACT_IN_F32
         });
-    if !exact {
+    if integer_pays && !exact {
         return None;
     }
     let weights_fact = model.outlet_fact(node.inputs[1]).ok()?;
@@ -267,12 +273,20 @@ fn float_patch(model: &TypedModel, node: &TypedNode) -> Option<TypedModelPatch> 
     Some(patch)
 }
 
-/// Rewrites every quantized convolution [`float_patch`] accepts as an exact float one. Returns
-/// how many.
+/// Rewrites every quantized convolution [`float_patch`] accepts as a float one: where tract's
+/// integer products pay ([`super::integer_products_pay`]), the narrow ones with exact sums;
+/// elsewhere all of them. Returns how many.
 pub fn quantized_convs_in_f32(model: &mut TypedModel) -> TractResult<usize> {
+    quantized_convs_in_f32_where(model, super::integer_products_pay())
+}
+
+pub(super) fn quantized_convs_in_f32_where(
+    model: &mut TypedModel,
+    integer_pays: bool,
+) -> TractResult<usize> {
     let mut count = 0;
     for id in 0..model.nodes().len() {
-        if let Some(patch) = float_patch(model, model.node(id)) {
+        if let Some(patch) = float_patch(model, model.node(id), integer_pays) {
             patch.apply(model)?;
             count += 1;
         }
@@ -420,7 +434,7 @@ mod tests {
     #[test]
     fn conv_integer_sums_in_f32_are_the_definition_s() {
         let mut model = conv(false, 0);
-        assert_eq!(quantized_convs_in_f32(&mut model).unwrap(), 1);
+        assert_eq!(quantized_convs_in_f32_where(&mut model, true).unwrap(), 1);
         let sums = run(model);
         assert_eq!(sums, reference_sums());
         assert!(sums.iter().any(|&s| s < -10_000) && sums.iter().any(|&s| s > 10_000));
@@ -429,7 +443,7 @@ mod tests {
     #[test]
     fn qlinear_conv_in_f32_requantizes_as_onnxruntime() {
         let mut model = conv(true, 0);
-        assert_eq!(quantized_convs_in_f32(&mut model).unwrap(), 1);
+        assert_eq!(quantized_convs_in_f32_where(&mut model, true).unwrap(), 1);
         let got = run(model);
         let out_plane = SIDE.div_ceil(2).pow(2);
         let want: Vec<i32> = reference_sums()
@@ -454,7 +468,7 @@ mod tests {
         // Each channel: 45 weights 135 from their zero point, times 255 (the input's zero point
         // is computed, so any distance up to 255), plus the bias: 1.55e6, exact.
         let mut near = conv(false, 255);
-        assert_eq!(quantized_convs_in_f32(&mut near).unwrap(), 1);
+        assert_eq!(quantized_convs_in_f32_where(&mut near, true).unwrap(), 1);
         // A ConvInteger over 5×5 windows of 64 channels, 135 per weight: 5.5e7, not exact.
         let mut model = TypedModel::default();
         let x = model.add_source("x", u8::fact([1, 64, 8, 8])).unwrap();
@@ -487,6 +501,36 @@ mod tests {
         };
         let y = model.wire_node("conv", conv, &inputs).unwrap();
         model.select_output_outlets(&y).unwrap();
-        assert_eq!(quantized_convs_in_f32(&mut model).unwrap(), 0);
+        let integer = model.clone();
+        assert_eq!(quantized_convs_in_f32_where(&mut model, true).unwrap(), 0);
+
+        // Where integer products do not pay, it runs in f32 too, its sums within f32's rounding.
+        let mut float = integer.clone();
+        assert_eq!(quantized_convs_in_f32_where(&mut float, false).unwrap(), 1);
+        let x: Vec<u8> = levels(64 * 64, 5);
+        let x = Tensor::from_shape(&[1, 64, 8, 8], &x).unwrap();
+        let sums = |model: TypedModel| -> Vec<i32> {
+            let inputs = tvec!(x.clone().into_tvalue(), tensor0(3i32).into_tvalue());
+            let out = model
+                .into_optimized()
+                .unwrap()
+                .into_runnable()
+                .unwrap()
+                .run(inputs);
+            let out = out.unwrap()[0].cast_to::<i32>().unwrap().into_owned();
+            out.try_as_plain_ram()
+                .unwrap()
+                .as_slice::<i32>()
+                .unwrap()
+                .to_vec()
+        };
+        let (want, got) = (sums(integer), sums(float));
+        assert!(want.iter().any(|&s| s.abs() >= 1 << 24), "{want:?}");
+        // Each of the 64 × 25 additions rounds to within half a unit of f32's 24 bits.
+        let terms = 64.0 * 25.0;
+        for (w, g) in want.iter().zip(&got) {
+            let bound = terms * (*w as f64).abs() / (1u64 << 24) as f64;
+            assert!(((w - g).abs() as f64) <= bound, "{g} vs {w}");
+        }
     }
 }
