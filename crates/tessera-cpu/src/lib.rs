@@ -72,13 +72,18 @@ pub fn default_threads() -> usize {
 /// wide k×k convolutions; a QDQ product of two computed
 /// operands, as in attention, stays float, and a QLinearMatMul of two has its integer sums
 /// computed exactly in f32). The `com.microsoft` operators (rewritten by the core into standard
-/// ones) and the other float operators of a QDQ pattern run dequantized.
+/// ones) and the other float operators of a QDQ pattern run dequantized. On CPUs where tract's
+/// integer products do not pay (x86-64 without VNNI: [`ops::integer_products_pay`]) every
+/// quantized product runs on the float kernels, its operands' centred integers in f32.
 pub fn quantized_execution(op: &str) -> QuantizedExecution {
+    let integer_pays = ops::integer_products_pay();
     match op {
-        "QLinearConv" | "QLinearMatMul" | "MatMulInteger" | "ConvInteger" | "MatMul" => {
+        "QLinearConv" | "QLinearMatMul" | "MatMulInteger" | "ConvInteger" | "MatMul"
+            if integer_pays =>
+        {
             QuantizedExecution::Integer
         }
-        "Conv" => QuantizedExecution::IntegerWherePaying,
+        "Conv" if integer_pays => QuantizedExecution::IntegerWherePaying,
         "DynamicQuantizeLinear" => QuantizedExecution::ElementWise,
         _ => QuantizedExecution::Dequantized,
     }
