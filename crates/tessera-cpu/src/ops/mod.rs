@@ -84,7 +84,8 @@ fn first_input_is_f32(model: &TypedModel, node: &TypedNode) -> bool {
 /// iteration against 1.4 with `vmovq`), and quantized models ran 26-48× slower than their float
 /// versions. There, QDQ products stay f32 between their dequantization and quantization, and the
 /// other formats' quantized products run as f32 sums of their centred integers
-/// ([`qdq_products`]): magika QOperator 712 -> 14.4 ms, ppocrv4_rec QDQ 1395 -> 53.3.
+/// ([`qdq_products`]): there, 1 thread, magika QOperator 801 -> 20.4 ms, ppocrv4_rec QOperator
+/// 1427 -> 54.9 (docs/benchmarks.md).
 pub fn integer_products_pay() -> bool {
     #[cfg(target_arch = "x86_64")]
     {

@@ -199,11 +199,11 @@ fn integer_conv(
     if conv.q_params.is_some() || conv.kernel_fmt != KernelFormat::OIHW || node.inputs.len() != 3 {
         return None;
     }
-    // Which integer convolutions pay: depthwise ones (Tessera's own op), and where tract's integer
-    // products do (`integer_pays`: [`super::integer_products_pay`]) pointwise ones (a matrix product for tract),
-    // unit-stride ones where Tessera's VNNI kernel runs them, and,
-    // through tract's integer im2col — a generic gather whose cost only a wide product amortizes
-    // — those with many output channels. Narrower ones stay float, on Tessera's convolution:
+    // Which integer convolutions pay: depthwise ones (Tessera's own op), and, where tract's
+    // integer products do (`integer_pays`), pointwise ones (a matrix product for tract),
+    // unit-stride ones where Tessera's VNNI kernel runs them, and, through tract's integer
+    // im2col — a generic gather whose cost only a wide product amortizes — those with many
+    // output channels. Narrower ones stay float, on Tessera's convolution:
     // mtcnn's (10 to 128 channels) ran 1.5-2x slower as tract's integer ones.
     let pool = &conv.pool_spec;
     let depthwise =
@@ -604,11 +604,11 @@ fn centred_constant(
 
 /// Turns every QDQ convolution and matrix product of `model` (a typed graph not yet decluttered,
 /// lowered from `source`) that this module recognizes into an integer one, and every quantized
-/// product of two computed operands into its exact f32 form; where tract's integer products do
-/// not pay ([`super::integer_products_pay`]), QDQ products stay f32 instead and the quantized
-/// matrix products of the other formats (QLinearMatMul, MatMulInteger) become
-/// f32 sums ([`float_sums_matmul`], [`super::quantized_conv_in_f32`]: here, before tract's
-/// declutter makes the 1×1 convolutions integer matrix products). Returns how many.
+/// product of two computed operands into its exact f32 form. Where tract's integer products do
+/// not pay ([`super::integer_products_pay`]), QDQ products stay f32 instead, and the other
+/// formats' quantized products become f32 sums: QLinearMatMul and MatMulInteger
+/// ([`float_sums_matmul`]), QLinearConv and ConvInteger ([`super::quantized_conv_in_f32`], here,
+/// before tract's declutter makes the 1×1 ones integer matrix products). Returns how many.
 pub fn integer_products(model: &mut TypedModel, source: &Model) -> TractResult<usize> {
     integer_products_where(model, source, super::integer_products_pay())
 }

@@ -203,9 +203,9 @@ impl QuantizedConv {
     }
 }
 
-/// The rewrite of `node` as a float convolution with exact sums, when it is a [`QuantizedConv`]
-/// of fewer than [`MIN_INTEGER_CHANNELS`] outputs whose every channel's sums stay below 2²⁴; of
-/// every [`QuantizedConv`] unless `integer_pays` (then sums past 2²⁴ carry f32's rounding, at most
+/// The rewrite of `node` as a float convolution. Where `integer_pays`, only of a [`QuantizedConv`]
+/// of fewer than [`MIN_INTEGER_CHANNELS`] outputs whose every channel's sums stay below 2²⁴
+/// (exact); otherwise of every [`QuantizedConv`], sums past 2²⁴ carrying f32's rounding (at most
 /// a relative 2⁻²⁴ per term: a requantized output moves a step only next to a tie).
 fn float_patch(
     model: &TypedModel,
