@@ -100,6 +100,14 @@ impl Tasks {
 /// 8% slower than gathered).
 const TAP_PRODUCTS_MIN_DEPTH: usize = 32;
 
+/// Input channels per group up to which unit-stride convolutions on wide planes run on
+/// [`tap_products`] on AVX2 CPUs, not on gemm's shifted taps, whose product for each tap sums only
+/// that many values before its sums are stored and reloaded for the next tap. Zen 3, per node in the models (1
+/// thread, interleaved, normalised by the run's matrix products): SqueezeNet's 3×3 convolutions
+/// of 16 and 32 channels 0.75× and 0.86× their time on gemm; of 48 and 64 channels 0.98-1.04×,
+/// ResNet-50's and Inception-v2's 64-channel ones 1.00-1.10×.
+const AVX2_TAP_PRODUCTS_MAX_GROUP_IN: usize = 32;
+
 /// Output channels × output row width up to which small convolutions gather in padded-row
 /// coordinates ([`FastConv::wide_gather`]).
 const WIDE_GATHER_MAX_WORK: usize = 1024;
@@ -324,12 +332,15 @@ impl FastConv {
             #[cfg(target_arch = "x86_64")]
             tap_products::Kernel::Avx512 => fits,
             // With half the registers (2 vectors of 8 positions a micro-tile, not 4 of 16) the
-            // kernel only beats gathering: unit-stride convolutions on wide planes stay on
-            // gemm's shifted taps. Zen 3, 1 thread, interleaved: every convolution on the
-            // kernel made VGG-19 1.19× slower (its 28×28 3×3 ones 1.4×); this way ZFNet-512
-            // 0.92×, magika 0.89×, the other CNNs within this VM's ±7%.
+            // kernel beats gathering, but gemm's shifted taps only where a tap's product is
+            // shallow ([`AVX2_TAP_PRODUCTS_MAX_GROUP_IN`]). Zen 3, 1 thread, interleaved: every
+            // convolution on the kernel made VGG-19 1.19× slower (its 28×28 3×3 ones 1.4×);
+            // gathered ones only: ZFNet-512 0.92×, magika 0.89×, the other CNNs within ±7%.
             #[cfg(target_arch = "x86_64")]
-            tap_products::Kernel::Avx2 => fits && self.shifted_taps_geometry().is_none(),
+            tap_products::Kernel::Avx2 => {
+                fits && (self.shifted_taps_geometry().is_none()
+                    || self.in_channels / self.group.max(1) <= AVX2_TAP_PRODUCTS_MAX_GROUP_IN)
+            }
             tap_products::Kernel::Portable => false,
         }
     }
