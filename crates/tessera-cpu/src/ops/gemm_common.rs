@@ -260,9 +260,11 @@ impl Epilogue {
                     (true, false, false) => values
                         .iter_mut()
                         .for_each(|v| *v = (*v + extra) * scale + add),
-                    (false, true, false) => values
-                        .iter_mut()
-                        .for_each(|v| *v = if *v < low { low } else { *v }),
+                    (false, true, false) => crate::simd::select_in_place(
+                        crate::simd::InPlace::Max,
+                        values,
+                        crate::simd::Operand::Value(low),
+                    ),
                     (true, true, false) => values.iter_mut().for_each(|v| {
                         let x = (*v + extra) * scale + add;
                         *v = if x < low { low } else { x }
