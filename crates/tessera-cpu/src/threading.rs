@@ -18,6 +18,12 @@ use std::time::Duration;
 /// pool kept one thread on magika, where the pool is 1.5× faster), and not the very fastest, so
 /// that one lucky run does not decide.
 const SAMPLES_PER_MODE: usize = 5;
+/// Two samples end a mode's block once each took this long: such runs are long enough that the
+/// few ms of waking the pool for each op cannot decide, and five samples of each mode put the
+/// first six of a user's VGG-19 runs at two threads on one thread (0.6 s each on a Zen 3 core),
+/// the decision coming after a dozen.
+const LONG_RUN: Duration = Duration::from_millis(200);
+const MIN_SAMPLES_PER_MODE: usize = 2;
 /// Pooled work before the pool's runs are timed (always at least its first run).
 const POOL_WARM_UP: Duration = Duration::from_millis(150);
 /// The pool must beat one thread by this factor to be kept: on a busy or small machine a pool
@@ -64,7 +70,7 @@ impl Calibration {
     pub fn next_mode(&self) -> Mode {
         match self.decided {
             Some(mode) => mode,
-            None if self.single.len() < SAMPLES_PER_MODE => Mode::SingleThread,
+            None if !block_done(&self.single) => Mode::SingleThread,
             None => Mode::Pool,
         }
     }
@@ -98,7 +104,7 @@ impl Calibration {
                 }
             }
         }
-        if self.single.len() >= SAMPLES_PER_MODE && self.pool.len() >= SAMPLES_PER_MODE {
+        if block_done(&self.single) && block_done(&self.pool) {
             let second_fastest = |samples: &mut Vec<Duration>| {
                 samples.sort();
                 samples[1].as_secs_f64()
@@ -119,6 +125,13 @@ impl Calibration {
     pub fn decided(&self) -> Option<Mode> {
         self.decided
     }
+}
+
+/// Whether a mode's samples are enough to judge it: [`SAMPLES_PER_MODE`], or fewer that each
+/// took [`LONG_RUN`].
+fn block_done(samples: &[Duration]) -> bool {
+    samples.len() >= SAMPLES_PER_MODE
+        || (samples.len() >= MIN_SAMPLES_PER_MODE && samples.iter().all(|&s| s >= LONG_RUN))
 }
 
 #[cfg(test)]
@@ -184,6 +197,32 @@ mod tests {
         });
         assert_eq!(c.decided(), Some(Mode::Pool));
         assert!(runs <= 6 + 8 + 5, "{runs} runs to decide");
+    }
+
+    #[test]
+    fn long_runs_are_judged_on_two_samples_of_each_mode() {
+        let mut c = Calibration::default();
+        let runs = [
+            (Mode::SingleThread, 900), // the plan's cold first run, not counted
+            (Mode::SingleThread, 600),
+            (Mode::SingleThread, 610),
+            (Mode::Pool, 330), // the pool's first run warms it up
+            (Mode::Pool, 310),
+            (Mode::Pool, 320),
+        ];
+        for (expected, took) in runs {
+            assert_eq!(c.next_mode(), expected);
+            c.record(expected, ms(took));
+        }
+        assert_eq!(c.decided(), Some(Mode::Pool));
+        // Short runs still take their five samples of each.
+        let mut short = Calibration::default();
+        let runs = calibrate(
+            &mut short,
+            |mode, _| if mode == Mode::Pool { 60 } else { 100 },
+        );
+        assert_eq!(short.decided(), Some(Mode::Pool));
+        assert_eq!(runs, 1 + 5 + 3 + 5, "{runs} runs to decide");
     }
 
     #[test]
