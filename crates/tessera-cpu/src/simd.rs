@@ -253,28 +253,13 @@ mod tests {
         let each: Vec<f32> = (0..37).map(|i| (i as f32 - 11.0) * 0.21).collect();
         for op in [InPlace::Max, InPlace::Min, InPlace::PRelu] {
             for len in [0usize, 1, 7, 8, 9, 16, 37] {
+                // ONNX's definitions, NaN propagating: a NaN `x` stays.
                 let definition = |x: f32, b: f32| match op {
-                    InPlace::Max => {
-                        if x < b {
-                            b
-                        } else {
-                            x
-                        }
-                    }
-                    InPlace::Min => {
-                        if x > b {
-                            b
-                        } else {
-                            x
-                        }
-                    }
-                    InPlace::PRelu => {
-                        if x < 0.0 {
-                            x * b
-                        } else {
-                            x
-                        }
-                    }
+                    _ if x.is_nan() => x,
+                    InPlace::Max => x.max(b),
+                    InPlace::Min => x.min(b),
+                    InPlace::PRelu if x < 0.0 => x * b,
+                    InPlace::PRelu => x,
                 };
                 let mut by_value = values[..len].to_vec();
                 select_in_place(op, &mut by_value, Operand::Value(0.5));
