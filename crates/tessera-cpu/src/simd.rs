@@ -189,15 +189,18 @@ pub enum Operand<'a> {
     Each(&'a [f32]),
 }
 
-/// The whole blocks of 8 values of [`select_in_place`]; returns how many values it wrote.
+/// [`select_in_place`] on 8 lanes at a time, the last few values through a block on the stack
+/// (LLVM's own loop for them would store through a mask again); returns how many values it
+/// wrote: all of them.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx")]
 fn select_in_place_avx(op: InPlace, values: &mut [f32], b: Operand<'_>) -> usize {
     use std::arch::x86_64::*;
-    let blocks = match b {
-        Operand::Value(_) => values.len() / 8,
-        Operand::Each(each) => values.len().min(each.len()) / 8,
+    let len = match b {
+        Operand::Value(_) => values.len(),
+        Operand::Each(each) => values.len().min(each.len()),
     };
+    let blocks = len / 8;
     let at = values.as_mut_ptr();
     for block in 0..blocks {
         // SAFETY: block `block` of 8 values lies inside `values` (and `each`): `blocks` is
@@ -211,7 +214,25 @@ fn select_in_place_avx(op: InPlace, values: &mut [f32], b: Operand<'_>) -> usize
             _mm256_storeu_ps(at.add(8 * block), op.avx(x, b));
         }
     }
-    8 * blocks
+    let tail = 8 * blocks..len;
+    if !tail.is_empty() {
+        let (mut x, mut b_tail) = ([0.0f32; 8], [0.0f32; 8]);
+        x[..tail.len()].copy_from_slice(&values[tail.clone()]);
+        match b {
+            Operand::Value(b) => b_tail = [b; 8],
+            Operand::Each(each) => b_tail[..tail.len()].copy_from_slice(&each[tail.clone()]),
+        }
+        // SAFETY: both blocks hold 8 values.
+        unsafe {
+            let selected = op.avx(
+                _mm256_loadu_ps(x.as_ptr()),
+                _mm256_loadu_ps(b_tail.as_ptr()),
+            );
+            _mm256_storeu_ps(x.as_mut_ptr(), selected);
+        }
+        values[tail.clone()].copy_from_slice(&x[..tail.len()]);
+    }
+    len
 }
 
 #[cfg(test)]
