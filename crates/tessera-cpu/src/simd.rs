@@ -154,15 +154,15 @@ impl InPlace {
     }
 }
 
-/// `x = op(x, b)` over `values`, with `b` one value (`Operand::Value`) or one per value
-/// (`Operand::Each`, as long as `values`).
+/// `x = op(x, b)` over `values`, with `b` one value (`SelectOperand::Value`) or one per value
+/// (`SelectOperand::Each`, as long as `values`).
 ///
 /// Written with the CPU's own max, min and multiply on x86-64: LLVM vectorizes the in-place select
 /// `*x = if *x < b { b } else { *x }` for AVX into compares and masked stores (`vmaskmovps`),
 /// which are microcoded on AMD's cores (Zen 3: a hard-swish model spent a third of its time in
 /// them).
 #[inline(always)]
-pub fn select_in_place(op: InPlace, values: &mut [f32], b: Operand<'_>) {
+pub fn select_in_place(op: InPlace, values: &mut [f32], b: SelectOperand<'_>) {
     #[cfg(target_arch = "x86_64")]
     let done = if std::arch::is_x86_feature_detected!("avx") {
         // SAFETY: the CPU has AVX (checked just above).
@@ -174,8 +174,8 @@ pub fn select_in_place(op: InPlace, values: &mut [f32], b: Operand<'_>) {
     let done = 0;
     let values = &mut values[done..];
     match b {
-        Operand::Value(b) => values.iter_mut().for_each(|x| *x = op.scalar(*x, b)),
-        Operand::Each(each) => values
+        SelectOperand::Value(b) => values.iter_mut().for_each(|x| *x = op.scalar(*x, b)),
+        SelectOperand::Each(each) => values
             .iter_mut()
             .zip(&each[done..])
             .for_each(|(x, b)| *x = op.scalar(*x, *b)),
@@ -184,7 +184,7 @@ pub fn select_in_place(op: InPlace, values: &mut [f32], b: Operand<'_>) {
 
 /// The second operand of [`select_in_place`].
 #[derive(Clone, Copy, Debug)]
-pub enum Operand<'a> {
+pub enum SelectOperand<'a> {
     Value(f32),
     Each(&'a [f32]),
 }
@@ -194,11 +194,11 @@ pub enum Operand<'a> {
 /// wrote: all of them.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx")]
-fn select_in_place_avx(op: InPlace, values: &mut [f32], b: Operand<'_>) -> usize {
+fn select_in_place_avx(op: InPlace, values: &mut [f32], b: SelectOperand<'_>) -> usize {
     use std::arch::x86_64::*;
     let len = match b {
-        Operand::Value(_) => values.len(),
-        Operand::Each(each) => values.len().min(each.len()),
+        SelectOperand::Value(_) => values.len(),
+        SelectOperand::Each(each) => values.len().min(each.len()),
     };
     let blocks = len / 8;
     let at = values.as_mut_ptr();
@@ -207,8 +207,8 @@ fn select_in_place_avx(op: InPlace, values: &mut [f32], b: Operand<'_>) -> usize
         // their whole blocks; unaligned loads and stores.
         unsafe {
             let b = match b {
-                Operand::Value(b) => _mm256_set1_ps(b),
-                Operand::Each(each) => _mm256_loadu_ps(each.as_ptr().add(8 * block)),
+                SelectOperand::Value(b) => _mm256_set1_ps(b),
+                SelectOperand::Each(each) => _mm256_loadu_ps(each.as_ptr().add(8 * block)),
             };
             let x = _mm256_loadu_ps(at.add(8 * block));
             _mm256_storeu_ps(at.add(8 * block), op.avx(x, b));
@@ -219,8 +219,8 @@ fn select_in_place_avx(op: InPlace, values: &mut [f32], b: Operand<'_>) -> usize
         let (mut x, mut b_tail) = ([0.0f32; 8], [0.0f32; 8]);
         x[..tail.len()].copy_from_slice(&values[tail.clone()]);
         match b {
-            Operand::Value(b) => b_tail = [b; 8],
-            Operand::Each(each) => b_tail[..tail.len()].copy_from_slice(&each[tail.clone()]),
+            SelectOperand::Value(b) => b_tail = [b; 8],
+            SelectOperand::Each(each) => b_tail[..tail.len()].copy_from_slice(&each[tail.clone()]),
         }
         // SAFETY: both blocks hold 8 values.
         unsafe {
@@ -283,9 +283,9 @@ mod tests {
                     InPlace::PRelu => x,
                 };
                 let mut by_value = values[..len].to_vec();
-                select_in_place(op, &mut by_value, Operand::Value(0.5));
+                select_in_place(op, &mut by_value, SelectOperand::Value(0.5));
                 let mut by_each = values[..len].to_vec();
-                select_in_place(op, &mut by_each, Operand::Each(&each[..len]));
+                select_in_place(op, &mut by_each, SelectOperand::Each(&each[..len]));
                 for i in 0..len {
                     let (x, b) = (values[i], each[i]);
                     for (got, want) in [

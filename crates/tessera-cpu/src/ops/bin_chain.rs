@@ -13,7 +13,7 @@
 //! them, pieces are the pool's tasks, and the loops are ones LLVM vectorizes.
 
 use crate::parallel::par_chunks_mut;
-use crate::simd::{self, InPlace, Operand};
+use crate::simd::{self, InPlace, SelectOperand};
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::num_integer::Integer;
 use tessera_core::tract_onnx::tract_core::internal::*;
@@ -353,9 +353,9 @@ fn apply(op: Step, out: &mut [f32], value: f32) {
         Step::Mul => out.iter_mut().for_each(|x| *x *= value),
         Step::Sub => out.iter_mut().for_each(|x| *x -= value),
         Step::SubF => out.iter_mut().for_each(|x| *x = value - *x),
-        Step::Max => simd::select_in_place(InPlace::Max, out, Operand::Value(value)),
-        Step::Min => simd::select_in_place(InPlace::Min, out, Operand::Value(value)),
-        Step::PRelu => simd::select_in_place(InPlace::PRelu, out, Operand::Value(value)),
+        Step::Max => simd::select_in_place(InPlace::Max, out, SelectOperand::Value(value)),
+        Step::Min => simd::select_in_place(InPlace::Min, out, SelectOperand::Value(value)),
+        Step::PRelu => simd::select_in_place(InPlace::PRelu, out, SelectOperand::Value(value)),
     }
 }
 
@@ -368,9 +368,9 @@ fn apply_row(op: Step, out: &mut [f32], row: &[f32]) {
         Step::Mul => pairs.for_each(|(x, b)| *x *= b),
         Step::Sub => pairs.for_each(|(x, b)| *x -= b),
         Step::SubF => pairs.for_each(|(x, b)| *x = b - *x),
-        Step::Max => simd::select_in_place(InPlace::Max, out, Operand::Each(row)),
-        Step::Min => simd::select_in_place(InPlace::Min, out, Operand::Each(row)),
-        Step::PRelu => simd::select_in_place(InPlace::PRelu, out, Operand::Each(row)),
+        Step::Max => simd::select_in_place(InPlace::Max, out, SelectOperand::Each(row)),
+        Step::Min => simd::select_in_place(InPlace::Min, out, SelectOperand::Each(row)),
+        Step::PRelu => simd::select_in_place(InPlace::PRelu, out, SelectOperand::Each(row)),
     }
 }
 

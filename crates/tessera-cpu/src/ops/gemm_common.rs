@@ -263,7 +263,7 @@ impl Epilogue {
                     (false, true, false) => crate::simd::select_in_place(
                         crate::simd::InPlace::Max,
                         values,
-                        crate::simd::Operand::Value(low),
+                        crate::simd::SelectOperand::Value(low),
                     ),
                     (true, true, false) => values.iter_mut().for_each(|v| {
                         let x = (*v + extra) * scale + add;

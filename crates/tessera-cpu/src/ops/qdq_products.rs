@@ -17,7 +17,7 @@
 //! integers instead.
 
 use super::quantize_linear::FastRequantize;
-use super::quantized_conv_in_f32::CentredF32;
+use super::quantized_conv_in_f32::{CentredF32, reach_from_zero};
 use tessera_core::model::dequantized_constants::DequantizedConstants;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
@@ -484,14 +484,7 @@ fn float_sums_matmul(
         let k = model.outlet_fact(node.inputs[0]).ok()?.shape[k_axis]
             .to_usize()
             .ok()? as u64;
-        let reach = |dt: DatumType, zero: i32| {
-            let (low, high) = if dt == u8::datum_type() {
-                (0, 255)
-            } else {
-                (-128, 127)
-            };
-            (zero - low).abs().max((high - zero).abs()) as u64
-        };
+        let reach = |dt: DatumType, zero: i32| reach_from_zero(dt, Some(zero)) as u64;
         if k * reach(a_type, int(3)?) * reach(b_type, int(5)?) >= 1 << 24 {
             return None;
         }

@@ -78,6 +78,20 @@ impl TypedOp for CentredF32 {
     }
 }
 
+/// How far a u8 (else i8) value can be from its zero point: from the zero point when it is a
+/// known constant, the type's whole range otherwise.
+pub(super) fn reach_from_zero(dt: DatumType, zero: Option<i32>) -> i64 {
+    let (low, high) = if dt == u8::datum_type() {
+        (0i64, 255i64)
+    } else {
+        (-128, 127)
+    };
+    match zero {
+        Some(zero) => (zero as i64 - low).abs().max((high - zero as i64).abs()),
+        None => high - low,
+    }
+}
+
 fn is_plain_8_bit(dt: DatumType) -> bool {
     dt == u8::datum_type() || dt == i8::datum_type()
 }
@@ -217,17 +231,7 @@ fn float_patch(
         return None;
     }
     let per_output = q.centred.len() / q.channels;
-    // How far an input value can be from its zero point: known when the zero point is a
-    // constant, the type's whole range otherwise.
-    let (low, high) = if q.input == u8::datum_type() {
-        (0i64, 255i64)
-    } else {
-        (-128, 127)
-    };
-    let x_reach = match q.input_zero {
-        Some(zero) => (zero as i64 - low).abs().max((high - zero as i64).abs()),
-        None => high - low,
-    };
+    let x_reach = reach_from_zero(q.input, q.input_zero);
     let exact = q
         .centred
         .chunks_exact(per_output)
