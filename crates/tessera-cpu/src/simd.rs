@@ -164,20 +164,15 @@ impl InPlace {
 #[inline(always)]
 pub fn select_in_place(op: InPlace, values: &mut [f32], b: SelectOperand<'_>) {
     #[cfg(target_arch = "x86_64")]
-    let done = if std::arch::is_x86_feature_detected!("avx") {
+    if std::arch::is_x86_feature_detected!("avx") {
         // SAFETY: the CPU has AVX (checked just above).
-        unsafe { select_in_place_avx(op, values, b) }
-    } else {
-        0
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let done = 0;
-    let values = &mut values[done..];
+        return unsafe { select_in_place_avx(op, values, b) };
+    }
     match b {
         SelectOperand::Value(b) => values.iter_mut().for_each(|x| *x = op.scalar(*x, b)),
         SelectOperand::Each(each) => values
             .iter_mut()
-            .zip(&each[done..])
+            .zip(each)
             .for_each(|(x, b)| *x = op.scalar(*x, *b)),
     }
 }
@@ -190,11 +185,10 @@ pub enum SelectOperand<'a> {
 }
 
 /// [`select_in_place`] on 8 lanes at a time, the last few values through a block on the stack
-/// (LLVM's own loop for them would store through a mask again); returns how many values it
-/// wrote: all of them.
+/// (LLVM's own loop for them would store through a mask again).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx")]
-fn select_in_place_avx(op: InPlace, values: &mut [f32], b: SelectOperand<'_>) -> usize {
+fn select_in_place_avx(op: InPlace, values: &mut [f32], b: SelectOperand<'_>) {
     use std::arch::x86_64::*;
     let len = match b {
         SelectOperand::Value(_) => values.len(),
@@ -232,7 +226,6 @@ fn select_in_place_avx(op: InPlace, values: &mut [f32], b: SelectOperand<'_>) ->
         }
         values[tail.clone()].copy_from_slice(&x[..tail.len()]);
     }
-    len
 }
 
 #[cfg(test)]
