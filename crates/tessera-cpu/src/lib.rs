@@ -9,6 +9,8 @@
 //! global one, in Web Workers started by wasm-bindgen-rayon. Plans are built per input signature
 //! (shapes plus the values of folded inputs) and kept in a small cache.
 
+#[cfg(not(target_family = "wasm"))]
+mod awake_helpers;
 mod flatten_on_activation;
 mod kernel_choice;
 mod natural_strides;
@@ -47,6 +49,15 @@ type Plan = Arc<PlanEntry>;
 
 /// How many plans (distinct input signatures) a session keeps.
 const PLAN_CACHE_SIZE: usize = 8;
+
+/// Runs `run` on the run's executor, with the pool's workers kept awake for it where the pool
+/// is this thread's own ([`own_pool::during_run`]).
+fn run_on_pool<R>(run: impl FnOnce() -> R) -> R {
+    #[cfg(not(target_family = "wasm"))]
+    return own_pool::during_run(run);
+    #[cfg(target_family = "wasm")]
+    run()
+}
 
 /// Options of the cpu backend.
 #[derive(Debug, Clone, Default)]
@@ -190,12 +201,12 @@ impl CpuSession {
         // Timed only when calibrating threads.
         let start = (self.threads > 1).then(Instant::now);
         let outputs = catch_panic("running the model", || {
-            multithread_tract_scope(executor, || plan.runnable.run(values)).map_err(|e| {
-                Error::Run {
+            multithread_tract_scope(executor, || run_on_pool(|| plan.runnable.run(values))).map_err(
+                |e| Error::Run {
                     backend: "cpu".into(),
                     message: chain_message(&e),
-                }
-            })
+                },
+            )
         })?;
         if let Some(start) = start {
             plan.calibration

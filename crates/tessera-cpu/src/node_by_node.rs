@@ -79,28 +79,33 @@ impl CpuSession {
             let mut state = plan.runnable.spawn().map_err(run_error)?;
             catch_panic("profiling the model", || {
                 multithread_tract_scope(executor.clone(), || {
-                    state
-                        .run_plan_with_eval(values.clone(), |ctx, op_state, node, node_inputs| {
-                            let start = Instant::now();
-                            let out = tessera_core::tract_onnx::tract_core::plan::eval(
-                                ctx,
-                                op_state,
-                                node,
-                                node_inputs,
-                            );
-                            let elapsed = start.elapsed();
-                            let entry = times.entry(node.id).or_insert_with(|| NodeTime {
-                                node: node.name.clone(),
-                                op: node.op().name().to_string(),
-                                total: Duration::ZERO,
-                                runs: 0,
-                            });
-                            entry.total += elapsed;
-                            entry.runs += 1;
-                            out
-                        })
-                        .map(drop)
-                        .map_err(run_error)
+                    crate::run_on_pool(|| {
+                        state
+                            .run_plan_with_eval(
+                                values.clone(),
+                                |ctx, op_state, node, node_inputs| {
+                                    let start = Instant::now();
+                                    let out = tessera_core::tract_onnx::tract_core::plan::eval(
+                                        ctx,
+                                        op_state,
+                                        node,
+                                        node_inputs,
+                                    );
+                                    let elapsed = start.elapsed();
+                                    let entry = times.entry(node.id).or_insert_with(|| NodeTime {
+                                        node: node.name.clone(),
+                                        op: node.op().name().to_string(),
+                                        total: Duration::ZERO,
+                                        runs: 0,
+                                    });
+                                    entry.total += elapsed;
+                                    entry.runs += 1;
+                                    out
+                                },
+                            )
+                            .map(drop)
+                            .map_err(run_error)
+                    })
                 })
             })?;
         }

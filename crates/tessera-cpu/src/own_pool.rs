@@ -16,34 +16,56 @@
 //! already) or has one of another size, sessions use a pool of their own, from outside
 //! ([`crate::parallel`] then has the caller take tasks beside the pool's workers).
 
+use crate::awake_helpers::Crew;
 use std::cell::RefCell;
 use std::sync::Arc;
 use tract_linalg::multithread::Executor;
 
+/// A thread's own pool and the helpers its runs keep awake.
+struct OwnPool {
+    pool: Arc<rayon::ThreadPool>,
+    crew: Arc<Crew>,
+}
+
 thread_local! {
     /// This thread's pool once built (`Err`: this thread cannot have one).
-    static OWN_POOL: RefCell<Option<Result<Arc<rayon::ThreadPool>, ()>>> =
-        const { RefCell::new(None) };
+    static OWN_POOL: RefCell<Option<Result<OwnPool, ()>>> = const { RefCell::new(None) };
 }
 
 /// This thread's own pool of `threads` workers, this thread included; built on first use.
 /// `None` when this thread cannot have one or has one of another size.
 pub fn of_this_thread(threads: usize) -> Option<Executor> {
     OWN_POOL.with_borrow_mut(|own| {
-        let pool = own.get_or_insert_with(|| {
+        let own = own.get_or_insert_with(|| {
             builder(threads)
                 .use_current_thread()
                 .build()
-                .map(Arc::new)
+                .map(|pool| OwnPool {
+                    pool: Arc::new(pool),
+                    crew: Arc::default(),
+                })
                 .map_err(drop)
         });
-        match pool {
-            Ok(pool) if pool.current_num_threads() == threads => {
-                Some(Executor::MultiThread(pool.clone()))
+        match own {
+            Ok(own) if own.pool.current_num_threads() == threads => {
+                Some(Executor::MultiThread(own.pool.clone()))
             }
             _ => None,
         }
     })
+}
+
+/// Runs `run` with this thread's pool's other workers kept awake for it
+/// ([`crate::awake_helpers`]) when the run's executor is that pool; else just runs it.
+pub fn during_run<R>(run: impl FnOnce() -> R) -> R {
+    let own = OWN_POOL.with_borrow(|own| match own {
+        Some(Ok(own)) => Some((own.pool.clone(), own.crew.clone())),
+        _ => None,
+    });
+    match own {
+        Some((pool, crew)) => crew.during_run(&pool, run),
+        None => run(),
+    }
 }
 
 /// A pool of `threads` workers of its own for a session, used from outside

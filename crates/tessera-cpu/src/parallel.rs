@@ -58,6 +58,10 @@ pub fn for_each(
             Executor::MultiThread(pool)
                 if pool.current_num_threads() > 1 && pool.current_thread_index().is_some() =>
             {
+                #[cfg(not(target_family = "wasm"))]
+                if let Some(crew) = crate::awake_helpers::Crew::active() {
+                    return crew.share(tasks, &one);
+                }
                 return (0..tasks).into_par_iter().try_for_each(one);
             }
             Executor::MultiThread(pool) if pool.current_num_threads() > 1 => {
@@ -82,7 +86,6 @@ fn shared_with_caller(
     one: &(dyn Fn(usize) -> TractResult<()> + Sync),
 ) -> TractResult<()> {
     use std::sync::Arc;
-    use std::sync::atomic::Ordering;
     // SAFETY: the helpers call `one` only for a task index they took below `tasks`; this
     // function returns only once `finished` counts all `tasks` of them, so no call to `one` can
     // start or still be running after it returns, while the borrow it erases is alive.
@@ -95,21 +98,13 @@ fn shared_with_caller(
         pool.spawn(move || shared.work(one));
     }
     shared.work(one);
-    let mut spins = 0u32;
-    while shared.finished.load(Ordering::Acquire) < tasks {
-        if spins < 1 << 12 {
-            std::hint::spin_loop();
-            spins += 1;
-        } else {
-            std::thread::yield_now();
-        }
-    }
+    shared.wait_for_all();
     shared.outcome()
 }
 
 /// The state the caller and its helpers share for one [`for_each`].
 #[cfg(pooled)]
-struct Shared {
+pub struct Shared {
     tasks: usize,
     next: std::sync::atomic::AtomicUsize,
     finished: std::sync::atomic::AtomicUsize,
@@ -120,7 +115,7 @@ struct Shared {
 
 #[cfg(pooled)]
 impl Shared {
-    fn new(tasks: usize) -> Shared {
+    pub fn new(tasks: usize) -> Shared {
         Shared {
             tasks,
             next: 0.into(),
@@ -133,7 +128,7 @@ impl Shared {
 
     /// Takes tasks until none are left. After a failure the remaining tasks are taken but not
     /// run, so that every task is counted as finished.
-    fn work(&self, one: &(dyn Fn(usize) -> TractResult<()> + Sync)) {
+    pub fn work(&self, one: &(dyn Fn(usize) -> TractResult<()> + Sync)) {
         use std::sync::PoisonError;
         use std::sync::atomic::Ordering;
         loop {
@@ -165,7 +160,21 @@ impl Shared {
         }
     }
 
-    fn outcome(&self) -> TractResult<()> {
+    /// Waits, without sleeping, until every task has run (helpers may still be running some).
+    pub fn wait_for_all(&self) {
+        use std::sync::atomic::Ordering;
+        let mut spins = 0u32;
+        while self.finished.load(Ordering::Acquire) < self.tasks {
+            if spins < 1 << 12 {
+                std::hint::spin_loop();
+                spins += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    pub fn outcome(&self) -> TractResult<()> {
         use std::sync::PoisonError;
         if let Some(payload) = self
             .panic

@@ -1,0 +1,269 @@
+//! The other workers of a thread's own pool ([`crate::own_pool`]) kept awake while its runs last,
+//! taking the tasks of each parallel loop ([`crate::parallel::for_each`]) as soon as it starts.
+//!
+//! An idle rayon worker yields a few dozen times and then sleeps; the next op's tasks wake it
+//! with a futex call and, on a VM, an interrupt to another vCPU. A plan runs hundreds of parallel
+//! ops, most shorter than a millisecond, with serial ops between them, so the workers slept
+//! between most of them: Inception-v2 at 2 threads (Xeon, 2 vCPUs) spent ~6% of the caller's
+//! time in futex wake-ups and ran at 0.89× its 1-thread time. onnxruntime's pool spins its
+//! workers while a run lasts; so do these. When a run starts, each worker without a helper is
+//! sent one (rayon's broadcast: only that worker runs it). A helper spins until the run ends
+//! and [`GRACE`] after it (back-to-back runs keep it), taking each published loop's tasks and,
+//! between loops, rayon's own pending jobs (tract's parallel kernels).
+
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tract_linalg::multithread::{Executor, current_tract_executor};
+
+/// How long helpers stay awake after a run: covers the gap between back-to-back runs, short
+/// enough that an idle session soon frees its cores.
+const GRACE: Duration = Duration::from_millis(2);
+
+/// Idle rounds (each a look for work, well under a microsecond) after which a helper lets other
+/// threads on its core run between looks.
+const ROUNDS_BEFORE_YIELDING: u32 = 1 << 10;
+
+/// A parallel loop handed to the helpers: its `tasks` are taken from `next` by the caller and
+/// the helpers alike, and counted in `finished` once run.
+pub struct Loop {
+    pub shared: crate::parallel::Shared,
+    /// The loop's task, its borrow erased: see [`Crew::share`] for why that is sound.
+    task: &'static (dyn Fn(usize) -> tessera_core::tract_onnx::prelude::TractResult<()> + Sync),
+}
+
+/// The helpers of one thread's own pool.
+#[derive(Default)]
+pub struct Crew {
+    /// Whether a run is in progress on the pool's thread.
+    running: AtomicBool,
+    /// Helpers awake now.
+    awake: AtomicUsize,
+    /// Bumped each time a loop is published.
+    published: AtomicU64,
+    current: Mutex<Option<Arc<Loop>>>,
+}
+
+thread_local! {
+    /// The crew of the run in progress on this thread, while there is one.
+    static ACTIVE: RefCell<Option<Arc<Crew>>> = const { RefCell::new(None) };
+    /// Whether this worker is a helper already (a second helper job it picks up ends at once).
+    static HELPING: Cell<bool> = const { Cell::new(false) };
+}
+
+impl Crew {
+    /// Runs `run` with the pool's other workers awake as helpers, when the run's executor is
+    /// `pool` and this thread is its worker 0; else just runs it.
+    pub fn during_run<R>(
+        self: &Arc<Self>,
+        pool: &Arc<rayon::ThreadPool>,
+        run: impl FnOnce() -> R,
+    ) -> R {
+        let ours = matches!(current_tract_executor(),
+            Executor::MultiThread(current) if Arc::ptr_eq(&current, pool))
+            && pool.current_thread_index() == Some(0)
+            && pool.current_num_threads() > 1;
+        if !ours {
+            return run();
+        }
+        /// Ends the run on every exit, unwinding included, so that helpers never spin forever.
+        struct Ending<'a>(&'a Crew);
+        impl Drop for Ending<'_> {
+            fn drop(&mut self) {
+                ACTIVE.set(None);
+                self.0.running.store(false, Ordering::SeqCst);
+            }
+        }
+        // SeqCst pairs with the helpers' own check on leaving (see `help`): either they see this
+        // run, or this sees them gone and sends new ones.
+        self.running.store(true, Ordering::SeqCst);
+        if self.awake.load(Ordering::SeqCst) < pool.current_num_threads() - 1 {
+            let crew = self.clone();
+            pool.spawn_broadcast(move |context| {
+                if context.index() != 0 {
+                    crew.help();
+                }
+            });
+        }
+        ACTIVE.set(Some(self.clone()));
+        let _ending = Ending(self);
+        run()
+    }
+
+    /// The crew of the run in progress on this thread.
+    pub fn active() -> Option<Arc<Crew>> {
+        ACTIVE.with_borrow(|active| active.clone())
+    }
+
+    /// Runs `task(i)` for `i` in `0..tasks` on this thread and the helpers; returns once every
+    /// task has run, with the first error.
+    pub fn share(
+        &self,
+        tasks: usize,
+        task: &(dyn Fn(usize) -> tessera_core::tract_onnx::prelude::TractResult<()> + Sync),
+    ) -> tessera_core::tract_onnx::prelude::TractResult<()> {
+        // SAFETY: `task` is called only for an index taken below `tasks` (`Shared::work`), and
+        // this returns only once `finished` counts all `tasks` of them: no call can start or
+        // still run after the borrow ends. A helper may hold the `Loop` longer, and then only
+        // finds no index left.
+        let task: &'static (dyn Fn(usize) -> _ + Sync) = unsafe { std::mem::transmute(task) };
+        let published = Arc::new(Loop {
+            shared: crate::parallel::Shared::new(tasks),
+            task,
+        });
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(published.clone());
+        self.published.fetch_add(1, Ordering::Release);
+        published.shared.work(published.task);
+        published.shared.wait_for_all();
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        published.shared.outcome()
+    }
+
+    /// A helper: spins while a run lasts and [`GRACE`] after, running the tasks of each loop
+    /// published and rayon's pending jobs.
+    fn help(&self) {
+        if HELPING.get() {
+            return;
+        }
+        HELPING.set(true);
+        self.awake.fetch_add(1, Ordering::SeqCst);
+        let mut seen = 0;
+        let mut idle_since: Option<Instant> = None;
+        let mut idle_rounds = 0u32;
+        loop {
+            let published = self.published.load(Ordering::Acquire);
+            if published != seen {
+                seen = published;
+                let current = self
+                    .current
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                if let Some(current) = current {
+                    current.shared.work(current.task);
+                }
+                (idle_since, idle_rounds) = (None, 0);
+                continue;
+            }
+            if self.running.load(Ordering::SeqCst) {
+                idle_since = None;
+                if rayon::yield_now() == Some(rayon::Yield::Executed) {
+                    idle_rounds = 0;
+                    continue;
+                }
+            } else if idle_since.get_or_insert_with(Instant::now).elapsed() >= GRACE {
+                self.awake.fetch_sub(1, Ordering::SeqCst);
+                // A run that started as this helper left may have counted it awake and sent none.
+                if !self.running.load(Ordering::SeqCst) {
+                    break;
+                }
+                self.awake.fetch_add(1, Ordering::SeqCst);
+            }
+            idle_rounds = idle_rounds.saturating_add(1);
+            if idle_rounds < ROUNDS_BEFORE_YIELDING {
+                std::hint::spin_loop();
+            } else {
+                // Runnable still, so no wake-up is needed, but a thread sharing this core (more
+                // threads asked for than there are cores) gets it.
+                std::thread::yield_now();
+            }
+        }
+        HELPING.set(false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+    use tract_linalg::multithread::multithread_tract_scope;
+
+    /// Runs `body` on a fresh thread that is worker 0 of its own 2-thread pool, with a crew.
+    fn on_own_pool(body: impl FnOnce(&Arc<rayon::ThreadPool>, &Arc<Crew>) + Send + 'static) {
+        std::thread::spawn(move || {
+            let pool = Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(2)
+                    .use_current_thread()
+                    .build()
+                    .unwrap(),
+            );
+            let crew = Arc::new(Crew::default());
+            multithread_tract_scope(Executor::MultiThread(pool.clone()), || body(&pool, &crew));
+        })
+        .join()
+        .unwrap();
+    }
+
+    fn wait_until(what: &str, done: impl Fn() -> bool) {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < Duration::from_secs(10), "{what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn a_run_s_loops_are_shared_with_a_helper_that_leaves_after_the_run() {
+        on_own_pool(|pool, crew| {
+            let threads = Mutex::new(HashSet::new());
+            let sums = crew.during_run(pool, || {
+                assert!(Crew::active().is_some());
+                let mut sums = vec![];
+                for round in 0..3 {
+                    let total = std::sync::atomic::AtomicUsize::new(0);
+                    crate::parallel::for_each(32, 0, |_, i| {
+                        // Long enough tasks that the caller alone cannot take them all.
+                        std::thread::sleep(Duration::from_millis(1));
+                        threads.lock().unwrap().insert(std::thread::current().id());
+                        total.fetch_add(i + round, Ordering::Relaxed);
+                        Ok(())
+                    })
+                    .unwrap();
+                    sums.push(total.into_inner());
+                }
+                assert_eq!(crew.awake.load(Ordering::SeqCst), 1, "one helper awake");
+                sums
+            });
+            assert_eq!(sums, [496, 528, 560]);
+            assert_eq!(threads.lock().unwrap().len(), 2, "the helper took tasks");
+            assert!(Crew::active().is_none());
+            wait_until("the helper left after the run", || {
+                crew.awake.load(Ordering::SeqCst) == 0
+            });
+        });
+    }
+
+    #[test]
+    fn rayon_jobs_and_errors_in_a_run_complete_and_back_to_back_runs_keep_one_helper() {
+        use rayon::prelude::*;
+        on_own_pool(|pool, crew| {
+            for _ in 0..50 {
+                let sum: u64 = crew.during_run(pool, || (0..10_000u64).into_par_iter().sum());
+                assert_eq!(sum, 49_995_000);
+                let error = crew.during_run(pool, || {
+                    crate::parallel::for_each(16, 0, |_, i| {
+                        if i == 7 {
+                            tessera_core::tract_onnx::tract_core::internal::bail!("task {i}")
+                        }
+                        Ok(())
+                    })
+                });
+                assert_eq!(error.unwrap_err().to_string(), "task 7");
+                assert!(crew.awake.load(Ordering::SeqCst) <= 1);
+            }
+            wait_until("the helper left", || crew.awake.load(Ordering::SeqCst) == 0);
+        });
+    }
+
+    #[test]
+    fn runs_on_another_executor_have_no_helpers() {
+        on_own_pool(|pool, crew| {
+            multithread_tract_scope(Executor::SingleThread, || {
+                crew.during_run(pool, || assert!(Crew::active().is_none()))
+            });
+            assert_eq!(crew.awake.load(Ordering::SeqCst), 0);
+        });
+    }
+}
