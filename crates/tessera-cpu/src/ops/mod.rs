@@ -9,6 +9,7 @@ mod conv_gemm;
 #[cfg(not(target_family = "wasm"))]
 mod conv_transpose;
 mod depthwise_conv;
+mod downsample;
 #[cfg(not(target_family = "wasm"))]
 mod gemm_common;
 mod lrn;
@@ -27,6 +28,7 @@ mod tap_products;
 mod weight_zero_point;
 
 use tessera_core::tract_onnx::prelude::*;
+use tessera_core::tract_onnx::tract_core::ops::Downsample;
 #[cfg(not(target_family = "wasm"))]
 use tessera_core::tract_onnx::tract_core::ops::cnn::Deconv;
 use tessera_core::tract_onnx::tract_core::ops::cnn::{Conv, MaxPool, SumPool};
@@ -39,6 +41,7 @@ pub use conv_gemm::FastConv;
 #[cfg(not(target_family = "wasm"))]
 pub use conv_transpose::FastConvTranspose;
 pub use depthwise_conv::FastDepthwiseConv;
+pub use downsample::FastDownsample;
 pub use lrn::FastLrn;
 #[cfg(not(target_family = "wasm"))]
 pub use matmul_gemm::FastMatMul;
@@ -308,6 +311,12 @@ pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
             .and_then(|node| {
                 FastBinChain::for_op(node.op.as_op(), &concrete_input_shapes(model, node)?)
             })
+        {
+            model.node_mut(id).op = Box::new(fast);
+        } else if let Some(fast) = node
+            .op_as::<Downsample>()
+            .filter(|_| f32_input && output_is_f32(model, node))
+            .and_then(|op| FastDownsample::for_op(op, &concrete_input_shapes(model, node)?[0]))
         {
             model.node_mut(id).op = Box::new(fast);
         } else if let Some(fast) = node
