@@ -3,13 +3,17 @@
 //!
 //! An idle rayon worker yields a few dozen times and then sleeps; the next op's tasks wake it
 //! with a futex call and, on a VM, an interrupt to another vCPU. A plan runs hundreds of parallel
-//! ops, most shorter than a millisecond, with serial ops between them, so the workers slept
-//! between most of them: Inception-v2 at 2 threads (Xeon, 2 vCPUs) spent ~6% of the caller's
-//! time in futex wake-ups and ran at 0.89× its 1-thread time. onnxruntime's pool spins its
-//! workers while a run lasts; so do these. When a run starts, each worker without a helper is
-//! sent one (rayon's broadcast: only that worker runs it). A helper spins until the run ends
-//! and [`GRACE`] after it (back-to-back runs keep it), taking each published loop's tasks and,
-//! between loops, rayon's own pending jobs (tract's parallel kernels).
+//! ops, most shorter than a millisecond, with serial ops between them, so the workers often slept
+//! between them: Inception-v2 at 2 threads (Xeon, 2 vCPUs) ran at 0.89× its 1-thread time, the
+//! caller 3.5% of its samples in futex wake-ups (0.67× with the helpers kept awake,
+//! docs/benchmarks.md). onnxruntime's pool spins its idle workers by default
+//! (`session.intra_op.allow_spinning`); so do these, while a run lasts. When a run starts, each
+//! worker without a helper is sent one (rayon's broadcast: only that worker runs it). A helper
+//! spins until the run ends and [`GRACE`] after it (back-to-back runs keep it), taking each
+//! published loop's tasks and, between loops, rayon's own pending jobs (tract's parallel
+//! kernels). Idle for a while, it lets other threads on its core run between its looks, so that
+//! more threads than cores do not starve the caller (4 threads on these 2 cores: as fast as
+//! before the helpers; spinning without yielding, 1.4× slower).
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

@@ -2,7 +2,8 @@
 //! SIMD128) on the host.
 //!
 //! Threads: a pool of `threads` workers (default: as many as `std::thread::available_parallelism`
-//! reports), the calling thread one of them ([`own_pool`]); `threads = 1` runs everything on the
+//! reports), the calling thread one of them ([`own_pool`]), the others kept awake while a run
+//! lasts ([`awake_helpers`]); `threads = 1` runs everything on the
 //! calling thread alone. With a pool, the first runs of each plan compare pooled and
 //! single-threaded execution and keep the faster ([`threading`]), so more threads are never
 //! slower than one. In the browser's threaded module (wasm with `+atomics`) the pool is rayon's
