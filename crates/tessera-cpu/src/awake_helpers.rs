@@ -4,8 +4,8 @@
 //! An idle rayon worker yields a few dozen times and then sleeps; the next op's tasks wake it
 //! with a futex call and, on a VM, an interrupt to another vCPU. A plan runs hundreds of parallel
 //! ops, most shorter than a millisecond, with serial ops between them, so the workers often slept
-//! between them: Inception-v2 at 2 threads (Xeon, 2 vCPUs) ran at 0.89× its 1-thread time, the
-//! caller 3.5% of its samples in futex wake-ups (0.67× with the helpers kept awake,
+//! between them: Inception-v2 at 2 threads (Xeon, 2 vCPUs) ran at 0.89× its 1-thread time, its
+//! caller's futex wake-ups 3.5% of the samples (0.67× with the helpers kept awake,
 //! docs/benchmarks.md). onnxruntime's pool spins its idle workers by default
 //! (`session.intra_op.allow_spinning`); so do these, while a run lasts. When a run starts, each
 //! worker without a helper is sent one (rayon's broadcast: only that worker runs it). A helper
