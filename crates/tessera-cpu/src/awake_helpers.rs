@@ -15,6 +15,7 @@
 //! more threads than cores do not starve the caller (4 threads on these 2 cores: as fast as
 //! before the helpers; spinning without yielding, 1.4× slower).
 
+use crate::parallel::Shared;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,14 +30,6 @@ const GRACE: Duration = Duration::from_millis(2);
 /// threads on its core run between looks.
 const ROUNDS_BEFORE_YIELDING: u32 = 1 << 10;
 
-/// A parallel loop handed to the helpers: its `tasks` are taken from `next` by the caller and
-/// the helpers alike, and counted in `finished` once run.
-pub struct Loop {
-    pub shared: crate::parallel::Shared,
-    /// The loop's task, its borrow erased: see [`Crew::share`] for why that is sound.
-    task: &'static (dyn Fn(usize) -> tessera_core::tract_onnx::prelude::TractResult<()> + Sync),
-}
-
 /// The helpers of one thread's own pool.
 #[derive(Default)]
 pub struct Crew {
@@ -46,7 +39,7 @@ pub struct Crew {
     awake: AtomicUsize,
     /// Bumped each time a loop is published.
     published: AtomicU64,
-    current: Mutex<Option<Arc<Loop>>>,
+    current: Mutex<Option<Arc<Shared>>>,
 }
 
 thread_local! {
@@ -107,21 +100,13 @@ impl Crew {
         tasks: usize,
         task: &(dyn Fn(usize) -> tessera_core::tract_onnx::prelude::TractResult<()> + Sync),
     ) -> tessera_core::tract_onnx::prelude::TractResult<()> {
-        // SAFETY: `task` is called only for an index taken below `tasks` (`Shared::work`), and
-        // this returns only once `finished` counts all `tasks` of them: no call can start or
-        // still run after the borrow ends. A helper may hold the `Loop` longer, and then only
-        // finds no index left.
-        let task: &'static (dyn Fn(usize) -> _ + Sync) = unsafe { std::mem::transmute(task) };
-        let published = Arc::new(Loop {
-            shared: crate::parallel::Shared::new(tasks),
-            task,
+        let outcome = Shared::hand_out(tasks, task, |shared| {
+            *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(shared.clone());
+            self.published.fetch_add(1, Ordering::Release);
         });
-        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(published.clone());
-        self.published.fetch_add(1, Ordering::Release);
-        published.shared.work(published.task);
-        published.shared.wait_for_all();
+        // The loop's state is not needed any more; helpers holding it find no task left.
         *self.current.lock().unwrap_or_else(PoisonError::into_inner) = None;
-        published.shared.outcome()
+        outcome
     }
 
     /// A helper: spins while a run lasts and [`GRACE`] after, running the tasks of each loop
@@ -145,7 +130,7 @@ impl Crew {
                     .unwrap_or_else(PoisonError::into_inner)
                     .clone();
                 if let Some(current) = current {
-                    current.shared.work(current.task);
+                    current.work();
                 }
                 (idle_since, idle_rounds) = (None, 0);
                 continue;

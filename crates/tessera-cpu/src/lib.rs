@@ -51,13 +51,15 @@ type Plan = Arc<PlanEntry>;
 /// How many plans (distinct input signatures) a session keeps.
 const PLAN_CACHE_SIZE: usize = 8;
 
-/// Runs `run` on the run's executor, with the pool's workers kept awake for it where the pool
-/// is this thread's own ([`own_pool::during_run`]).
-fn run_on_pool<R>(run: impl FnOnce() -> R) -> R {
-    #[cfg(not(target_family = "wasm"))]
-    return own_pool::during_run(run);
-    #[cfg(target_family = "wasm")]
-    run()
+/// Runs `run` on `executor`, with the pool's other workers kept awake for it where the pool is
+/// this thread's own ([`own_pool::during_run`]).
+fn run_on<R>(executor: Executor, run: impl FnOnce() -> R) -> R {
+    multithread_tract_scope(executor, || {
+        #[cfg(not(target_family = "wasm"))]
+        return own_pool::during_run(run);
+        #[cfg(target_family = "wasm")]
+        run()
+    })
 }
 
 /// Options of the cpu backend.
@@ -202,12 +204,10 @@ impl CpuSession {
         // Timed only when calibrating threads.
         let start = (self.threads > 1).then(Instant::now);
         let outputs = catch_panic("running the model", || {
-            multithread_tract_scope(executor, || run_on_pool(|| plan.runnable.run(values))).map_err(
-                |e| Error::Run {
-                    backend: "cpu".into(),
-                    message: chain_message(&e),
-                },
-            )
+            run_on(executor, || plan.runnable.run(values)).map_err(|e| Error::Run {
+                backend: "cpu".into(),
+                message: chain_message(&e),
+            })
         })?;
         if let Some(start) = start {
             plan.calibration

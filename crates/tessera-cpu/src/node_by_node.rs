@@ -13,7 +13,6 @@ use tessera_core::tract_bridge::from_tract;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::ops::source::TypedSource;
 use tessera_core::{Error, Result, Tensor};
-use tract_linalg::multithread::multithread_tract_scope;
 use web_time::Instant;
 
 /// The time one node of the optimized plan took, summed over the profiled runs.
@@ -78,34 +77,29 @@ impl CpuSession {
         for _ in 0..runs {
             let mut state = plan.runnable.spawn().map_err(run_error)?;
             catch_panic("profiling the model", || {
-                multithread_tract_scope(executor.clone(), || {
-                    crate::run_on_pool(|| {
-                        state
-                            .run_plan_with_eval(
-                                values.clone(),
-                                |ctx, op_state, node, node_inputs| {
-                                    let start = Instant::now();
-                                    let out = tessera_core::tract_onnx::tract_core::plan::eval(
-                                        ctx,
-                                        op_state,
-                                        node,
-                                        node_inputs,
-                                    );
-                                    let elapsed = start.elapsed();
-                                    let entry = times.entry(node.id).or_insert_with(|| NodeTime {
-                                        node: node.name.clone(),
-                                        op: node.op().name().to_string(),
-                                        total: Duration::ZERO,
-                                        runs: 0,
-                                    });
-                                    entry.total += elapsed;
-                                    entry.runs += 1;
-                                    out
-                                },
-                            )
-                            .map(drop)
-                            .map_err(run_error)
-                    })
+                crate::run_on(executor.clone(), || {
+                    state
+                        .run_plan_with_eval(values.clone(), |ctx, op_state, node, node_inputs| {
+                            let start = Instant::now();
+                            let out = tessera_core::tract_onnx::tract_core::plan::eval(
+                                ctx,
+                                op_state,
+                                node,
+                                node_inputs,
+                            );
+                            let elapsed = start.elapsed();
+                            let entry = times.entry(node.id).or_insert_with(|| NodeTime {
+                                node: node.name.clone(),
+                                op: node.op().name().to_string(),
+                                total: Duration::ZERO,
+                                runs: 0,
+                            });
+                            entry.total += elapsed;
+                            entry.runs += 1;
+                            out
+                        })
+                        .map(drop)
+                        .map_err(run_error)
                 })
             })?;
         }

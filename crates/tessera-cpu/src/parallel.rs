@@ -85,26 +85,23 @@ fn shared_with_caller(
     tasks: usize,
     one: &(dyn Fn(usize) -> TractResult<()> + Sync),
 ) -> TractResult<()> {
-    use std::sync::Arc;
-    // SAFETY: the helpers call `one` only for a task index they took below `tasks`; this
-    // function returns only once `finished` counts all `tasks` of them, so no call to `one` can
-    // start or still be running after it returns, while the borrow it erases is alive.
-    let one: &'static (dyn Fn(usize) -> TractResult<()> + Sync) =
-        unsafe { std::mem::transmute(one) };
-    let shared = Arc::new(Shared::new(tasks));
-    let helpers = (pool.current_num_threads() - 1).min(tasks - 1);
-    for _ in 0..helpers {
-        let shared = shared.clone();
-        pool.spawn(move || shared.work(one));
-    }
-    shared.work(one);
-    shared.wait_for_all();
-    shared.outcome()
+    Shared::hand_out(tasks, one, |shared| {
+        let helpers = (pool.current_num_threads() - 1).min(tasks - 1);
+        for _ in 0..helpers {
+            let shared = shared.clone();
+            pool.spawn(move || shared.work());
+        }
+    })
 }
+
+/// A task of a parallel loop, its borrow erased ([`Shared::hand_out`] says why that is sound).
+#[cfg(pooled)]
+type ErasedTask = &'static (dyn Fn(usize) -> TractResult<()> + Sync);
 
 /// The state the caller and its helpers share for one [`for_each`].
 #[cfg(pooled)]
 pub struct Shared {
+    task: ErasedTask,
     tasks: usize,
     next: std::sync::atomic::AtomicUsize,
     finished: std::sync::atomic::AtomicUsize,
@@ -115,8 +112,30 @@ pub struct Shared {
 
 #[cfg(pooled)]
 impl Shared {
-    pub fn new(tasks: usize) -> Shared {
+    /// Runs `task(i)` for `i` in `0..tasks` on the calling thread and on whichever helpers
+    /// `hand_out` gives the shared state to; returns once every task has run, with the first
+    /// error. The caller never sleeps: it takes tasks until none are left, then waits only for
+    /// tasks a helper is still running. A helper may hold the state longer and then finds no
+    /// task left.
+    pub fn hand_out(
+        tasks: usize,
+        task: &(dyn Fn(usize) -> TractResult<()> + Sync),
+        hand_out: impl FnOnce(&std::sync::Arc<Shared>),
+    ) -> TractResult<()> {
+        // SAFETY: `task` is called only for an index taken below `tasks` (`work`), and this
+        // returns only once `finished` counts all `tasks` of them: no call to `task` can start
+        // or still be running after the borrow it erases ends.
+        let task: ErasedTask = unsafe { std::mem::transmute(task) };
+        let shared = std::sync::Arc::new(Shared::new(task, tasks));
+        hand_out(&shared);
+        shared.work();
+        shared.wait_for_all();
+        shared.outcome()
+    }
+
+    fn new(task: ErasedTask, tasks: usize) -> Shared {
         Shared {
+            task,
             tasks,
             next: 0.into(),
             finished: 0.into(),
@@ -128,7 +147,7 @@ impl Shared {
 
     /// Takes tasks until none are left. After a failure the remaining tasks are taken but not
     /// run, so that every task is counted as finished.
-    pub fn work(&self, one: &(dyn Fn(usize) -> TractResult<()> + Sync)) {
+    pub fn work(&self) {
         use std::sync::PoisonError;
         use std::sync::atomic::Ordering;
         loop {
@@ -142,7 +161,7 @@ impl Shared {
                 // resumed there, as rayon's own joins do (uncaught here, rayon would abort the
                 // process and the caller would wait forever); the suites count every panic and
                 // fail the case. Not built for wasm, which runs tasks on one thread.
-                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one(i))) {
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.task)(i))) {
                     Ok(Ok(())) => {}
                     Ok(Err(error)) => {
                         self.failed.store(true, Ordering::Relaxed);
@@ -161,7 +180,7 @@ impl Shared {
     }
 
     /// Waits, without sleeping, until every task has run (helpers may still be running some).
-    pub fn wait_for_all(&self) {
+    fn wait_for_all(&self) {
         use std::sync::atomic::Ordering;
         let mut spins = 0u32;
         while self.finished.load(Ordering::Acquire) < self.tasks {
@@ -174,7 +193,7 @@ impl Shared {
         }
     }
 
-    pub fn outcome(&self) -> TractResult<()> {
+    fn outcome(&self) -> TractResult<()> {
         use std::sync::PoisonError;
         if let Some(payload) = self
             .panic

@@ -15,37 +15,42 @@ pub struct FastDownsample {
     pub axis: usize,
     pub stride: usize,
     pub modulo: usize,
-    /// The input's shape (concrete).
-    pub shape: Vec<usize>,
 }
 
 impl FastDownsample {
     /// The fast version of `op` on an input of `shape`: forward strides, from inside the axis.
     pub fn for_op(op: &Downsample, shape: &[usize]) -> Option<FastDownsample> {
         let stride = usize::try_from(op.stride).ok().filter(|&s| s >= 1)?;
-        (op.axis < shape.len() && op.modulo < shape[op.axis]).then(|| FastDownsample {
+        (op.axis < shape.len() && op.modulo < shape[op.axis]).then_some(FastDownsample {
             axis: op.axis,
             stride,
             modulo: op.modulo,
-            shape: shape.to_vec(),
         })
     }
 
-    fn output_shape(&self) -> Vec<usize> {
-        let mut shape = self.shape.clone();
+    /// The output's shape for an input of `shape`.
+    fn output_shape(&self, shape: &[usize]) -> TractResult<Vec<usize>> {
+        ensure!(
+            self.axis < shape.len() && self.modulo < shape[self.axis],
+            "downsample: axis {} from {} does not fit an input of shape {shape:?}",
+            self.axis,
+            self.modulo
+        );
+        let mut shape = shape.to_vec();
         shape[self.axis] = (shape[self.axis] - self.modulo).div_ceil(self.stride);
-        shape
+        Ok(shape)
     }
 
-    pub fn compute(&self, input: &[f32], output: &mut [f32]) -> TractResult<()> {
-        let len = self.shape[self.axis];
-        let inner: usize = self.shape[self.axis + 1..].iter().product();
-        let kept = (len - self.modulo).div_ceil(self.stride);
+    /// Downsamples `input` (of `shape`) into `output`.
+    pub fn compute(&self, input: &[f32], shape: &[usize], output: &mut [f32]) -> TractResult<()> {
+        let kept = self.output_shape(shape)?[self.axis];
+        let len = shape[self.axis];
+        let inner: usize = shape[self.axis + 1..].iter().product();
         let (in_block, out_block) = (len * inner, kept * inner);
         ensure!(
-            input.len() == self.shape.iter().product::<usize>()
+            input.len() == shape.iter().product::<usize>()
                 && output.len() == input.len() / in_block.max(1) * out_block,
-            "downsample: the tensors do not have the plan's sizes"
+            "downsample: the tensors do not have their shapes' sizes"
         );
         if output.is_empty() {
             return Ok(());
@@ -93,10 +98,12 @@ impl EvalOp for FastDownsample {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let output_shape = self.output_shape();
+        let Some(input) = inputs.first() else {
+            bail!("downsample takes one input");
+        };
+        let output_shape = self.output_shape(input.shape())?;
         super::eval_f32(inputs, Some(&output_shape), |input, shape, output| {
-            ensure!(shape == self.shape, "downsample: input shape {shape:?}");
-            self.compute(input, output)
+            self.compute(input, shape, output)
         })
     }
 }
@@ -105,11 +112,10 @@ impl TypedOp for FastDownsample {
     as_op!();
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        ensure!(
-            inputs.len() == 1 && inputs[0].shape.as_concrete() == Some(&self.shape[..]),
-            "downsample: the input is not the plan's"
-        );
-        Ok(tvec!(f32::fact(self.output_shape())))
+        let Some(shape) = inputs.first().and_then(|input| input.shape.as_concrete()) else {
+            bail!("downsample: one input of a known shape expected");
+        };
+        Ok(tvec!(f32::fact(self.output_shape(shape)?)))
     }
 }
 
@@ -156,12 +162,12 @@ mod tests {
                         let fast = FastDownsample::for_op(&op, shape).unwrap();
                         let want = reference(values, shape, axis, stride, modulo);
                         let mut got = vec![f32::NAN; want.len()];
-                        fast.compute(values, &mut got).unwrap();
+                        fast.compute(values, shape, &mut got).unwrap();
                         assert_eq!(
                             got, want,
                             "{shape:?} axis {axis} stride {stride} modulo {modulo}"
                         );
-                        let kept = fast.output_shape().iter().product::<usize>();
+                        let kept = fast.output_shape(shape).unwrap().iter().product::<usize>();
                         assert_eq!(kept, want.len());
                     }
                 }
@@ -174,6 +180,6 @@ mod tests {
         assert!(FastDownsample::for_op(&Downsample::new(1, -2, 0), &[1, 4]).is_none());
         assert!(FastDownsample::for_op(&Downsample::new(1, 2, 4), &[1, 4]).is_none());
         let fast = FastDownsample::for_op(&Downsample::new(1, 2, 0), &[1, 4]).unwrap();
-        assert!(fast.compute(&[0.0; 3], &mut [0.0; 2]).is_err());
+        assert!(fast.compute(&[0.0; 3], &[1, 4], &mut [0.0; 2]).is_err());
     }
 }
