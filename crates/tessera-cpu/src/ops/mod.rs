@@ -46,7 +46,9 @@ pub use lrn::FastLrn;
 #[cfg(not(target_family = "wasm"))]
 pub use matmul_gemm::FastMatMul;
 pub use max_pool::FastMaxPool;
-pub use quantize_linear::{FastDequantizeLinear, FastDynamicQuantizeLinear, FastQuantizeLinear};
+pub use quantize_linear::{
+    FastDequantizeLinear, FastDynamicQuantizeLinear, FastQuantizeDequantize, FastQuantizeLinear,
+};
 pub use short_softmax::FastShortSoftmax;
 
 /// The eval of every op here: `compute` reads the f32 input's elements in place (a tract tensor is
@@ -328,5 +330,6 @@ pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
         }
     }
     quantize_linear::fuse_quantize_dequantize(model)?;
+    bin_chain::fold_round_trips(model)?;
     Ok(())
 }

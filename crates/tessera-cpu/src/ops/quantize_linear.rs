@@ -275,19 +275,46 @@ pub struct FastQuantizeDequantize {
 
 impl Eq for FastQuantizeDequantize {}
 
+// By the values' bits, as equality compares them (a NaN scale equals nothing, so it is never
+// looked up).
+impl std::hash::Hash for FastQuantizeDequantize {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.quantize.multiplier.to_bits().hash(state);
+        self.quantize.zero_point.hash(state);
+        self.quantize.output.hash(state);
+        self.dequantize.scale.to_bits().hash(state);
+        self.dequantize.zero_point.hash(state);
+    }
+}
+
 impl FastQuantizeDequantize {
-    fn round_trip<T: Quantized>(&self, values: &mut [f32]) -> TractResult<()> {
-        let bounds = self.quantize.bounds::<T>();
+    /// The saturation bounds of the quantize's type (see [`bounds`]).
+    pub fn bounds(&self) -> (f32, f32) {
+        if self.quantize.output == u8::datum_type() {
+            self.quantize.bounds::<u8>()
+        } else {
+            self.quantize.bounds::<i8>()
+        }
+    }
+
+    /// Each value through the pair, in place, on the calling thread: inlined into vectorized
+    /// callers (this op's tasks, the element-wise chain a pair is folded into). `bounds` from
+    /// [`Self::bounds`].
+    #[inline(always)]
+    pub fn round_trip_values(&self, values: &mut [f32], bounds: (f32, f32)) {
         let (zero_point, scale) = (self.dequantize.zero_point, self.dequantize.scale);
+        for value in values.iter_mut() {
+            *value = (self.quantize.level(*value, bounds) - zero_point) as f32 * scale;
+        }
+    }
+
+    fn round_trip(&self, values: &mut [f32]) -> TractResult<()> {
+        let bounds = self.bounds();
         let len = values.len();
         par_chunks_mut(values, 1, len, |_, values| {
             crate::simd::widest(
                 #[inline(always)]
-                || {
-                    for value in values.iter_mut() {
-                        *value = (self.quantize.level(*value, bounds) - zero_point) as f32 * scale;
-                    }
-                },
+                || self.round_trip_values(values, bounds),
             );
             Ok(())
         })
@@ -311,11 +338,7 @@ impl EvalOp for FastQuantizeDequantize {
         let mut tensor = args_1!(inputs).into_tensor();
         let mut plain = tensor.try_as_plain_ram_mut()?;
         let values = plain.as_slice_mut::<f32>()?;
-        if self.quantize.output == u8::datum_type() {
-            self.round_trip::<u8>(values)?;
-        } else {
-            self.round_trip::<i8>(values)?;
-        }
+        self.round_trip(values)?;
         Ok(tvec!(tensor.into_tvalue()))
     }
 }
