@@ -1,5 +1,5 @@
-//! Constant f32 additions, subtractions and products folded by a strided loop, inside tract's
-//! constant propagation (`PropConst`, the first declutter pass).
+//! Constant f32 additions, subtractions and products folded by a strided loop, inside constant
+//! propagation (`PropConst`, the first declutter pass: tract's, as [`super::prop_const`] runs it).
 //!
 //! Folding a batch normalization or a per-channel scale into a convolution multiplies its whole
 //! kernel by a per-channel constant. tract 0.23.9 evaluates such a broadcast through ndarray's
@@ -70,9 +70,10 @@ impl FoldConstants {
         if !first.is_some_and(|name| name.starts_with("PropConst")) {
             return false;
         }
-        let prop_const = optimizer.passes.remove(0);
+        // tract's pass is replaced by Tessera's copy, which sizes a fold before computing it.
+        optimizer.passes.remove(0);
         let pass = FoldConstants {
-            prop_const,
+            prop_const: Box::new(super::prop_const::PropConst::default()),
             candidates: vec![],
             from_scratch: true,
         };

@@ -13,6 +13,7 @@ pub mod info;
 pub mod inputs;
 pub mod optimizer;
 pub mod preflight;
+pub mod prop_const;
 pub mod quant_barrier;
 pub mod quantization;
 pub mod specialize;
