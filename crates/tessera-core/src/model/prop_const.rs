@@ -34,6 +34,14 @@ fn declared_bytes<'a>(facts: impl IntoIterator<Item = &'a TypedFact>) -> Option<
     })
 }
 
+/// Bytes of an evaluation's results.
+fn result_bytes(values: &[TValue]) -> u64 {
+    values
+        .iter()
+        .map(|t| (t.datum_type().size_of() * t.volume()) as u64)
+        .sum()
+}
+
 impl TypedPass for PropConst {
     fn reset(&mut self) -> TractResult<()> {
         self.0 = 0;
@@ -93,11 +101,7 @@ impl TypedPass for PropConst {
                 Ok(None) => (),
                 Ok(Some(mut res)) => {
                     self.0 = node.id;
-                    let output_mem: u64 = res
-                        .iter()
-                        .map(|t| (t.datum_type().size_of() * t.volume()) as u64)
-                        .sum();
-                    if output_mem > allowance {
+                    if result_bytes(&res) > allowance {
                         continue;
                     }
                     let mut node = node;
@@ -117,11 +121,7 @@ impl TypedPass for PropConst {
                         let Ok(Some(succ_res)) = succ.op.eval_out_of_plan(res.clone()) else {
                             break;
                         };
-                        let succ_mem: u64 = succ_res
-                            .iter()
-                            .map(|t| (t.datum_type().size_of() * t.volume()) as u64)
-                            .sum();
-                        if succ_mem > allowance {
+                        if result_bytes(&succ_res) > allowance {
                             break;
                         }
                         res = succ_res;
