@@ -62,7 +62,8 @@ impl From<BinOp> for Step {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+// (Not `Hash`: nothing keys on a chain, and its folded pair holds f32 parameters.)
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FastBinChain {
     /// The operation of each step and how its operand (input `i + 1`) repeats.
     pub steps: Vec<(Step, Share)>,
@@ -372,8 +373,8 @@ pub fn fold_round_trips(model: &mut TypedModel) -> TractResult<usize> {
             && crate::plan_graph::only_reader(model, producer.id)? == Some(node.id)
         {
             let folded = FastBinChain {
-                steps: chain.steps.clone(),
                 round_trip: Some(pair.clone()),
+                ..chain.clone()
             };
             found.push((producer.id, node.id, folded));
         }

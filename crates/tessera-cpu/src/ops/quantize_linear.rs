@@ -275,18 +275,6 @@ pub struct FastQuantizeDequantize {
 
 impl Eq for FastQuantizeDequantize {}
 
-// By the values' bits, as equality compares them (a NaN scale equals nothing, so it is never
-// looked up).
-impl std::hash::Hash for FastQuantizeDequantize {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.quantize.multiplier.to_bits().hash(state);
-        self.quantize.zero_point.hash(state);
-        self.quantize.output.hash(state);
-        self.dequantize.scale.to_bits().hash(state);
-        self.dequantize.zero_point.hash(state);
-    }
-}
-
 impl FastQuantizeDequantize {
     /// The saturation bounds of the quantize's type (see [`bounds`]).
     pub fn bounds(&self) -> (f32, f32) {
