@@ -600,8 +600,10 @@ fn centred_constant(
 /// product of two computed operands into its exact f32 form. Where tract's integer products do
 /// not pay ([`super::integer_products_pay`]), QDQ products stay f32 instead, and the other
 /// formats' quantized products become f32 sums: QLinearMatMul and MatMulInteger
-/// ([`float_sums_matmul`]), QLinearConv and ConvInteger ([`super::quantized_conv_in_f32`], here,
-/// before tract's declutter makes the 1×1 ones integer matrix products). Returns how many.
+/// ([`float_sums_matmul`]), QLinearConv and ConvInteger ([`super::quantized_conv_in_f32`]).
+/// Where they pay, the quantized convolutions Tessera's VNNI kernel cannot take become exact f32
+/// ones when narrow ([`super::quantized_conv_in_f32`]). Both here, before tract's declutter makes
+/// the 1×1 ones integer matrix products. Returns how many.
 pub fn integer_products(model: &mut TypedModel, source: &Model) -> TractResult<usize> {
     integer_products_where(model, source, super::integer_products_pay())
 }
@@ -640,11 +642,11 @@ fn integer_products_where(
             patch.apply(model)?;
         }
     }
-    // Before tract's declutter makes the 1×1 ones matrix products for its own integer kernel.
+    // Before tract's declutter makes the 1×1 ones matrix products for its own integer kernel:
+    // first Tessera's VNNI kernel, then exact float sums for the rest it decides on (where
+    // integers pay, the narrow ones: u8 weights, whose centred values leave i8, or strides).
     super::quantized_convs_on_vnni(model)?;
-    if !integer_pays {
-        count += super::quantized_conv_in_f32::quantized_convs_in_f32_where(model, false)?;
-    }
+    count += super::quantized_conv_in_f32::quantized_convs_in_f32_where(model, integer_pays)?;
     Ok(count)
 }
 
@@ -1035,23 +1037,38 @@ mod tests {
         Ok(())
     }
 
-    fn dynamic_matmul_outputs(pass: fn(&mut TypedModel, &Model) -> TractResult<()>) -> Vec<f32> {
-        let model = Model::from_bytes(&dynamic_matmul_model()).unwrap();
-        let values: Vec<f32> = (0..80)
-            .map(|i| ((i * 53 % 97) as f32 - 40.0) * 0.37)
-            .collect();
-        let inputs = vec![tessera_core::Tensor::from_vec(vec![2, 40], values).unwrap()];
+    /// The outputs of `model` lowered with `pass` before declutter, run as that lowered graph
+    /// (each op's own evaluation): what the pass's rewrite computes, not what a session's own
+    /// passes would make of the model.
+    fn lowered_outputs(
+        model: &[u8],
+        input: tessera_core::Tensor,
+        pass: fn(&mut TypedModel, &Model) -> TractResult<()>,
+    ) -> Vec<f32> {
+        let model = Model::from_bytes(model).unwrap();
+        let tract_input = tessera_core::tract_bridge::to_tract(&input).unwrap();
         let lowering = tessera_core::model::specialize::Lowering {
             before_declutter: Some(pass),
             keep_axes: true,
             ..Default::default()
         };
-        model.lower_for(&inputs, None, lowering).expect("lowered");
-        let session = CpuSession::new(Arc::new(model), &CpuOptions { threads: Some(1) }).unwrap();
-        session.run(inputs).unwrap()[0]
-            .as_slice::<f32>()
+        let lowered = model.lower_for(&[input], None, lowering).expect("lowered");
+        let outputs = lowered
+            .typed
+            .into_runnable()
             .unwrap()
-            .to_vec()
+            .run(tvec!(tract_input.into_tvalue()))
+            .unwrap();
+        let plain = outputs[0].try_as_plain_ram().unwrap();
+        plain.as_slice::<f32>().unwrap().to_vec()
+    }
+
+    fn dynamic_matmul_outputs(pass: fn(&mut TypedModel, &Model) -> TractResult<()>) -> Vec<f32> {
+        let values: Vec<f32> = (0..80)
+            .map(|i| ((i * 53 % 97) as f32 - 40.0) * 0.37)
+            .collect();
+        let input = tessera_core::Tensor::from_vec(vec![2, 40], values).unwrap();
+        lowered_outputs(&dynamic_matmul_model(), input, pass)
     }
 
     #[test]
@@ -1059,6 +1076,66 @@ mod tests {
         let integer = dynamic_matmul_outputs(no_integer_pass);
         let float_sums = dynamic_matmul_outputs(float_sums_pass);
         assert_eq!(integer.len(), 6);
+        assert!(integer.iter().any(|&v| v.abs() > 1000.0), "{integer:?}");
+        assert_eq!(float_sums, integer);
+    }
+
+    /// `DynamicQuantizeLinear(x)` into a 1×1 ConvInteger with u8 weights and a weight zero point
+    /// (onnxruntime's dynamic u8 format): centred, the weights leave i8, so Tessera's VNNI kernel
+    /// cannot take it, and tract would run it as an integer matrix product.
+    fn dynamic_pointwise_conv_model() -> Vec<u8> {
+        // Weights 1 and 2 are 130 and 129 below the zero point.
+        let weights = levels(6 * 5, 1);
+        model_bytes(
+            vec![
+                NodeProto {
+                    op_type: "DynamicQuantizeLinear".into(),
+                    name: "dql".into(),
+                    input: vec!["x".into()],
+                    output: vec!["xq".into(), "xs".into(), "xz".into()],
+                    ..Default::default()
+                },
+                node("ConvInteger", &["xq", "w", "xz", "wz"], "sums", vec![]),
+                node("Cast", &["sums"], "y", vec![int("to", 1)]),
+            ],
+            vec![u8s("w", &[6, 5, 1, 1], &weights), u8s("wz", &[], &[131])],
+            vec![value("x", &[1, 5, 4, 3])],
+            vec![value("y", &[1, 6, 4, 3])],
+        )
+    }
+
+    fn dynamic_pointwise_conv_outputs(
+        pass: fn(&mut TypedModel, &Model) -> TractResult<()>,
+    ) -> Vec<f32> {
+        let values: Vec<f32> = (0..60)
+            .map(|i| ((i * 53 % 97) as f32 - 30.0) * 0.21)
+            .collect();
+        let input = tessera_core::Tensor::from_vec(vec![1, 5, 4, 3], values).unwrap();
+        lowered_outputs(&dynamic_pointwise_conv_model(), input, pass)
+    }
+
+    fn tract_s_integer_product(_: &mut TypedModel, _: &Model) -> TractResult<()> {
+        Ok(())
+    }
+
+    fn exact_float_conv_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
+        let count = integer_products_where(typed, model, true)?;
+        ensure!(count == 1, "{count} products rewritten, expected 1");
+        ensure!(
+            !typed
+                .nodes()
+                .iter()
+                .any(|n| n.op_as::<Conv>().is_some_and(|c| c.q_params.is_some())),
+            "a quantized convolution is left"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_pointwise_conv_integer_with_u8_weights_runs_as_exact_float_sums() {
+        let integer = dynamic_pointwise_conv_outputs(tract_s_integer_product);
+        let float_sums = dynamic_pointwise_conv_outputs(exact_float_conv_pass);
+        assert_eq!(integer.len(), 6 * 4 * 3);
         assert!(integer.iter().any(|&v| v.abs() > 1000.0), "{integer:?}");
         assert_eq!(float_sums, integer);
     }
