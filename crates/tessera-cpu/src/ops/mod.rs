@@ -23,7 +23,7 @@ mod quantized_conv_in_f32;
 mod quantized_depthwise_conv;
 #[cfg(target_arch = "x86_64")]
 mod quantized_tap_products;
-mod short_softmax;
+mod softmax;
 mod tap_products;
 mod weight_zero_point;
 
@@ -49,7 +49,7 @@ pub use max_pool::FastMaxPool;
 pub use quantize_linear::{
     FastDequantizeLinear, FastDynamicQuantizeLinear, FastQuantizeDequantize, FastQuantizeLinear,
 };
-pub use short_softmax::FastShortSoftmax;
+pub use softmax::FastSoftmax;
 
 /// The eval of every op here: `compute` reads the f32 input's elements in place (a tract tensor is
 /// always dense, row-major) and writes those of a new tensor of `output_shape`: no copy on either
@@ -324,7 +324,7 @@ pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
         } else if let Some(fast) = node
             .op_as::<Softmax>()
             .filter(|_| all_inputs_f32(model, node) && output_is_f32(model, node))
-            .and_then(|op| FastShortSoftmax::for_op(op, &concrete_input_shapes(model, node)?[0]))
+            .and_then(|op| FastSoftmax::for_op(op, &concrete_input_shapes(model, node)?[0]))
         {
             model.node_mut(id).op = Box::new(fast);
         }
