@@ -287,6 +287,17 @@ fn output_is_f32(model: &TypedModel, node: &TypedNode) -> bool {
             .is_ok_and(|f| f.datum_type == f32::datum_type())
 }
 
+/// Whether `node` casts 8- or 32-bit integers to f32.
+fn casts_integers_to_f32(model: &TypedModel, node: &TypedNode) -> bool {
+    use tessera_core::tract_onnx::tract_core::ops::cast::Cast;
+    node.op_as::<Cast>()
+        .is_some_and(|c| c.to == f32::datum_type())
+        && node.inputs.len() == 1
+        && model
+            .outlet_fact(node.inputs[0])
+            .is_ok_and(|f| [DatumType::U8, DatumType::I8, DatumType::I32].contains(&f.datum_type))
+}
+
 /// Replaces, in place, the ops of an optimized plan that have a faster cpu version here. After
 /// tract's optimizer, not before: its QDQ pass looks for its own quantize ops.
 pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
@@ -307,6 +318,15 @@ pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
             model.node_mut(id).op = Box::new(FastDynamicQuantizeLinear);
         } else if let Some(op) = node.op_as::<DequantizeLinearF32>() {
             let fast = FastDequantizeLinear::for_op(op);
+            model.node_mut(id).op = Box::new(fast);
+        } else if casts_integers_to_f32(model, node) {
+            // A dequantization with scale 1: an integer product's sums cast to f32 (dynamic
+            // quantization), vectorized, where tract converts value by value (minilm's dynamic
+            // s8 variant: 0.96 ms per run).
+            let fast = FastDequantizeLinear {
+                scale: 1.0,
+                zero_point: 0,
+            };
             model.node_mut(id).op = Box::new(fast);
         } else if let Some(fast) = Some(node)
             .filter(|_| all_inputs_f32(model, node) && output_is_f32(model, node))
