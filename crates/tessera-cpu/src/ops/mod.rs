@@ -23,6 +23,7 @@ mod quantized_conv_in_f32;
 mod quantized_depthwise_conv;
 #[cfg(target_arch = "x86_64")]
 mod quantized_tap_products;
+mod reduce_extremum;
 mod softmax;
 mod tap_products;
 mod weight_zero_point;
@@ -32,7 +33,7 @@ use tessera_core::tract_onnx::tract_core::ops::Downsample;
 #[cfg(not(target_family = "wasm"))]
 use tessera_core::tract_onnx::tract_core::ops::cnn::Deconv;
 use tessera_core::tract_onnx::tract_core::ops::cnn::{Conv, MaxPool, SumPool};
-use tessera_core::tract_onnx::tract_core::ops::nn::Softmax;
+use tessera_core::tract_onnx::tract_core::ops::nn::{Reduce, Softmax};
 
 pub use avg_pool::FastAvgPool;
 pub use bin_chain::FastBinChain;
@@ -49,6 +50,7 @@ pub use max_pool::FastMaxPool;
 pub use quantize_linear::{
     FastDequantizeLinear, FastDynamicQuantizeLinear, FastQuantizeDequantize, FastQuantizeLinear,
 };
+pub use reduce_extremum::FastReduceExtremum;
 pub use softmax::FastSoftmax;
 
 /// The eval of every op here: `compute` reads the f32 input's elements in place (a tract tensor is
@@ -345,6 +347,12 @@ pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
             .op_as::<Softmax>()
             .filter(|_| all_inputs_f32(model, node) && output_is_f32(model, node))
             .and_then(|op| FastSoftmax::for_op(op, &concrete_input_shapes(model, node)?[0]))
+        {
+            model.node_mut(id).op = Box::new(fast);
+        } else if let Some(fast) = node
+            .op_as::<Reduce>()
+            .filter(|_| all_inputs_f32(model, node) && output_is_f32(model, node))
+            .and_then(|op| FastReduceExtremum::for_op(op, &concrete_input_shapes(model, node)?[0]))
         {
             model.node_mut(id).op = Box::new(fast);
         }
