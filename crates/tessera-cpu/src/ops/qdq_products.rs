@@ -1003,12 +1003,15 @@ mod tests {
         close(outputs[2].as_slice::<f32>().unwrap(), &want);
     }
 
-    /// `DynamicQuantizeLinear(x)` into a MatMulInteger with i8 weights and per-column weight zero
-    /// points, its i32 sums cast to float: the dynamic quantization onnxruntime's quantizer writes.
-    fn dynamic_matmul_model() -> Vec<u8> {
-        let weights: Vec<i8> = (0..40 * 3)
-            .map(|i: i32| (i * 37 % 251 - 125) as i8)
-            .collect();
+    /// `DynamicQuantizeLinear(x)` into the integer product `product` (`MatMulInteger`,
+    /// `ConvInteger`) of weights `w` with zero points `wz`, its i32 sums cast to float: the
+    /// dynamic quantization onnxruntime's quantizer writes.
+    fn dynamic_product_model(
+        product: &str,
+        initializers: Vec<TensorProto>,
+        x: &[i64],
+        y: &[i64],
+    ) -> Vec<u8> {
         model_bytes(
             vec![
                 NodeProto {
@@ -1018,13 +1021,22 @@ mod tests {
                     output: vec!["xq".into(), "xs".into(), "xz".into()],
                     ..Default::default()
                 },
-                node("MatMulInteger", &["xq", "w", "xz", "wz"], "sums", vec![]),
+                node(product, &["xq", "w", "xz", "wz"], "sums", vec![]),
                 node("Cast", &["sums"], "y", vec![int("to", 1)]),
             ],
-            vec![i8s("w", &[40, 3], &weights), i8s("wz", &[3], &[3, -7, 0])],
-            vec![value("x", &[2, 40])],
-            vec![value("y", &[2, 3])],
+            initializers,
+            vec![value("x", x)],
+            vec![value("y", y)],
         )
+    }
+
+    /// A MatMulInteger with i8 weights and per-column weight zero points.
+    fn dynamic_matmul_model() -> Vec<u8> {
+        let weights: Vec<i8> = (0..40 * 3)
+            .map(|i: i32| (i * 37 % 251 - 125) as i8)
+            .collect();
+        let initializers = vec![i8s("w", &[40, 3], &weights), i8s("wz", &[3], &[3, -7, 0])];
+        dynamic_product_model("MatMulInteger", initializers, &[2, 40], &[2, 3])
     }
 
     fn no_integer_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
@@ -1080,28 +1092,14 @@ mod tests {
         assert_eq!(float_sums, integer);
     }
 
-    /// `DynamicQuantizeLinear(x)` into a 1×1 ConvInteger with u8 weights and a weight zero point
-    /// (onnxruntime's dynamic u8 format): centred, the weights leave i8, so Tessera's VNNI kernel
-    /// cannot take it, and tract would run it as an integer matrix product.
+    /// A 1×1 ConvInteger with u8 weights and a weight zero point (onnxruntime's dynamic u8
+    /// format): centred, the weights leave i8, so Tessera's VNNI kernel cannot take it, and
+    /// tract would run it as an integer matrix product.
     fn dynamic_pointwise_conv_model() -> Vec<u8> {
         // Weights 1 and 2 are 130 and 129 below the zero point.
         let weights = levels(6 * 5, 1);
-        model_bytes(
-            vec![
-                NodeProto {
-                    op_type: "DynamicQuantizeLinear".into(),
-                    name: "dql".into(),
-                    input: vec!["x".into()],
-                    output: vec!["xq".into(), "xs".into(), "xz".into()],
-                    ..Default::default()
-                },
-                node("ConvInteger", &["xq", "w", "xz", "wz"], "sums", vec![]),
-                node("Cast", &["sums"], "y", vec![int("to", 1)]),
-            ],
-            vec![u8s("w", &[6, 5, 1, 1], &weights), u8s("wz", &[], &[131])],
-            vec![value("x", &[1, 5, 4, 3])],
-            vec![value("y", &[1, 6, 4, 3])],
-        )
+        let initializers = vec![u8s("w", &[6, 5, 1, 1], &weights), u8s("wz", &[], &[131])];
+        dynamic_product_model("ConvInteger", initializers, &[1, 5, 4, 3], &[1, 6, 4, 3])
     }
 
     fn dynamic_pointwise_conv_outputs(
