@@ -6,6 +6,10 @@
 //! ran at a quarter of the vector width (measured: SqueezeNet's convolution epilogues were 14%
 //! of a run). arm64 and wasm builds have their vectors (NEON, SIMD128) in the baseline.
 
+/// f32 values in a 512-bit register: the lane groups Tessera's row loops fold in (the softmax,
+/// max and min reductions), which LLVM maps onto the widest vectors [`widest`] enables.
+pub const F32_LANES: usize = 16;
+
 /// Runs `body` compiled for AVX-512 or AVX2 + FMA when the CPU has them, else as built.
 ///
 /// `body` should be a small closure calling `#[inline(always)]` functions: LLVM inlines it into

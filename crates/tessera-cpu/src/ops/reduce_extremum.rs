@@ -10,12 +10,10 @@
 //! [ONNX `ReduceMax`]: https://onnx.ai/onnx/operators/onnx__ReduceMax.html
 
 use crate::parallel::par_chunks_mut;
+use crate::simd::F32_LANES as LANES;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
 use tessera_core::tract_onnx::tract_core::ops::nn::{Reduce, Reducer};
-
-/// Values per lane group: a 512-bit register of f32.
-const LANES: usize = 16;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct FastReduceExtremum {
@@ -35,9 +33,10 @@ fn pick<const MAX: bool>(acc: f32, v: f32) -> f32 {
     if wins || v.is_nan() { v } else { acc }
 }
 
-/// The extremum of a non-empty row.
+/// The extremum of a non-empty row. Plain loops: iterator adaptors
+/// here may stay out of line, compiled without the wide registers of [`crate::simd::widest`].
 #[inline(always)]
-fn fold_row<const MAX: bool>(row: &[f32]) -> f32 {
+fn extremum_of_row<const MAX: bool>(row: &[f32]) -> f32 {
     let groups = row.len() / LANES * LANES;
     let mut lanes = [row[0]; LANES];
     for group in row[..groups].chunks_exact(LANES) {
@@ -46,7 +45,10 @@ fn fold_row<const MAX: bool>(row: &[f32]) -> f32 {
         }
     }
     let mut acc = row[0];
-    for &v in lanes.iter().chain(&row[groups..]) {
+    for lane in lanes {
+        acc = pick::<MAX>(acc, lane);
+    }
+    for &v in &row[groups..] {
         acc = pick::<MAX>(acc, v);
     }
     acc
@@ -92,7 +94,9 @@ impl FastReduceExtremum {
     fn compute_as<const MAX: bool>(&self, input: &[f32], output: &mut [f32]) -> TractResult<()> {
         let (reduced, inner) = (self.reduced, self.inner);
         ensure!(
-            input.len() == self.outer * reduced * inner && output.len() == self.outer * inner,
+            reduced > 0
+                && input.len() == self.outer * reduced * inner
+                && output.len() == self.outer * inner,
             "a reduction of {} values into {} for [{}, {reduced}, {inner}]",
             input.len(),
             output.len(),
@@ -108,7 +112,7 @@ impl FastReduceExtremum {
                     for (i, out) in rows.chunks_exact_mut(inner).enumerate() {
                         let block = &input[(first_row + i) * reduced * inner..][..reduced * inner];
                         if inner == 1 {
-                            out[0] = fold_row::<MAX>(block);
+                            out[0] = extremum_of_row::<MAX>(block);
                             continue;
                         }
                         out.copy_from_slice(&block[..inner]);
