@@ -67,9 +67,14 @@ impl From<BinOp> for Step {
 pub struct FastBinChain {
     /// The operation of each step and how its operand (input `i + 1`) repeats.
     pub steps: Vec<(Step, Share)>,
-    /// Then each value through a quantize → dequantize pair ([`fold_round_trips`]).
-    pub round_trip: Option<FastQuantizeDequantize>,
+    /// Quantize → dequantize pairs each value goes through ([`fold_round_trips`],
+    /// [`merge_chains`]), each after the number of steps it is paired with, in order.
+    pub round_trips: Vec<(usize, FastQuantizeDequantize)>,
 }
+
+/// Pieces of the accumulator shorter than this do not vectorize well: such chains stay with
+/// tract.
+const SHORTEST_UNIT: usize = 16;
 
 impl FastBinChain {
     /// The fast version of tract's chain `op` (`OptBinChain`, or one step as `OptBinByScalar` /
@@ -108,10 +113,9 @@ impl FastBinChain {
     /// The chain of `steps` on operands of these shapes (the accumulator's first), when the
     /// operands repeat in pieces long enough to vectorize.
     fn checked(steps: Vec<(Step, Share)>, shapes: &[Vec<usize>]) -> Option<FastBinChain> {
-        const SHORTEST_UNIT: usize = 16;
         let chain = FastBinChain {
             steps,
-            round_trip: None,
+            round_trips: vec![],
         };
         let (a, operands) = shapes.split_first()?;
         let a_len: usize = a.iter().product();
@@ -164,8 +168,7 @@ impl FastBinChain {
         let Some(unit) = self.unit(total, &lens) else {
             bail!("an operand of the chain does not divide its accumulator of {total} values");
         };
-        let work = total * (self.steps.len() + usize::from(self.round_trip.is_some()));
-        let round_trip = self.round_trip.as_ref().map(|pair| (pair, pair.bounds()));
+        let work = total * (self.steps.len() + self.round_trips.len());
         // Tasks are ranges of elements (a block can be the whole tensor: scalar operands), each
         // walked in pieces that stay in L1 while every step passes over them.
         par_chunks_mut(output, 1, work, |start, chunk| {
@@ -181,21 +184,57 @@ impl FastBinChain {
                         if let Some(a) = a {
                             out.copy_from_slice(&a[at..][..len]);
                         }
-                        for (&(op, share), b) in self.steps.iter().zip(operands) {
+                        for (i, (&(op, share), b)) in self.steps.iter().zip(operands).enumerate() {
+                            self.round_trip_after(i, out);
                             match share {
                                 Share::PerBlock => apply(op, out, b[at / (total / b.len())]),
                                 Share::Row => apply_row(op, out, &b[at % b.len()..][..len]),
                             }
                         }
-                        if let Some((pair, bounds)) = round_trip {
-                            pair.round_trip_values(out, bounds);
-                        }
+                        self.round_trip_after(self.steps.len(), out);
                         done += len;
                     }
                 },
             );
             Ok(())
         })
+    }
+}
+
+impl FastBinChain {
+    /// The pairs that follow the first `steps` steps, over `out`.
+    #[inline(always)]
+    fn round_trip_after(&self, steps: usize, out: &mut [f32]) {
+        for (_, pair) in self.round_trips.iter().filter(|(after, _)| *after == steps) {
+            pair.round_trip_values(out, pair.bounds());
+        }
+    }
+
+    /// `self` then `next` as one chain (`next`'s accumulator is `self`'s output), on an
+    /// accumulator of `total` values and operands of `operand_lens` (`self`'s then `next`'s),
+    /// when the joined operands still repeat in pieces long enough to vectorize.
+    fn then(
+        &self,
+        next: &FastBinChain,
+        total: usize,
+        operand_lens: &[usize],
+    ) -> Option<FastBinChain> {
+        let shift = self.steps.len();
+        let joined = FastBinChain {
+            steps: self.steps.iter().chain(&next.steps).copied().collect(),
+            round_trips: (self.round_trips.iter().cloned())
+                .chain(
+                    next.round_trips
+                        .iter()
+                        .map(|(after, pair)| (after + shift, pair.clone())),
+                )
+                .collect(),
+        };
+        (operand_lens.len() == joined.steps.len()
+            && joined
+                .unit(total, operand_lens)
+                .is_some_and(|u| u >= SHORTEST_UNIT))
+        .then_some(joined)
     }
 }
 
@@ -365,17 +404,12 @@ pub fn fold_round_trips(model: &mut TypedModel) -> TractResult<usize> {
         };
         let [input] = &*node.inputs else { continue };
         let producer = model.node(input.node);
-        let chain = producer
-            .op_as::<FastBinChain>()
-            .filter(|chain| chain.round_trip.is_none());
-        if let Some(chain) = chain
+        if let Some(chain) = producer.op_as::<FastBinChain>()
             && input.slot == 0
             && crate::plan_graph::only_reader(model, producer.id)? == Some(node.id)
         {
-            let folded = FastBinChain {
-                round_trip: Some(pair.clone()),
-                ..chain.clone()
-            };
+            let mut folded = chain.clone();
+            folded.round_trips.push((chain.steps.len(), pair.clone()));
             found.push((producer.id, node.id, folded));
         }
     }
@@ -391,6 +425,143 @@ pub fn fold_round_trips(model: &mut TypedModel) -> TractResult<usize> {
         model.compact()?;
     }
     Ok(count)
+}
+
+/// Joins each chain whose output only the next chain reads, as that chain's accumulator, with
+/// it: one pass over the values where there were two, the output in between never written. A
+/// QDQ model's element-wise ops come one by one, each with its quantize → dequantize pair after
+/// it ([`fold_round_trips`]), so tract's own chains stop at every pair (ppocrv4_rec's QDQ
+/// variant ran 200 one-step chains). Returns how many were joined.
+pub fn merge_chains(model: &mut TypedModel) -> TractResult<usize> {
+    let mut count = 0;
+    // One pass in evaluation order: a chain joined here is the joined node when the chain
+    // after it is visited.
+    for id in model.eval_order()? {
+        let Some(Merge {
+            first,
+            second,
+            joined,
+            via_operand,
+        }) = merge_at(model, id)?
+        else {
+            continue;
+        };
+        // The second chain's other inputs: its operands, or, joined through its first
+        // operand, its accumulator (now that step's operand) and the rest.
+        let second_inputs = &model.node(second).inputs;
+        let rest: Vec<OutletId> = if via_operand {
+            [second_inputs[0]]
+                .into_iter()
+                .chain(second_inputs[2..].iter().copied())
+                .collect()
+        } else {
+            second_inputs[1..].to_vec()
+        };
+        let inputs: Vec<OutletId> = (model.node(first).inputs.iter().copied())
+            .chain(rest)
+            .collect();
+        let mut patch = TypedModelPatch::new("element-wise chains joined");
+        let taps = inputs
+            .iter()
+            .map(|&outlet| patch.tap_model(model, outlet))
+            .collect::<TractResult<TVec<OutletId>>>()?;
+        let name = model.node(second).name.clone();
+        let wire = patch.wire_node(name, joined, &taps)?;
+        patch.shunt_outside(model, OutletId::new(second, 0), wire[0])?;
+        patch.apply(model)?;
+        count += 1;
+    }
+    if count > 0 {
+        model.compact()?;
+    }
+    Ok(count)
+}
+
+/// Two chains to join: `second` reads `first`'s output, which nothing else reads, as its
+/// accumulator, or (`via_operand`) as the operand of its first step, which commutes.
+struct Merge {
+    first: usize,
+    second: usize,
+    joined: FastBinChain,
+    via_operand: bool,
+}
+
+/// The first step with its accumulator and operand swapped, when that computes the same
+/// values bit for bit (IEEE addition and multiplication commute; `x - b` is `SubF` of `b`).
+/// Max and Min are left alone: which side's NaN they keep differs.
+fn swapped(step: Step) -> Option<Step> {
+    match step {
+        Step::Add | Step::Mul => Some(step),
+        Step::Sub => Some(Step::SubF),
+        Step::SubF => Some(Step::Sub),
+        Step::Max | Step::Min | Step::PRelu => None,
+    }
+}
+
+/// Node `id` and the chain before it, when they can be joined ([`merge_chains`]).
+fn merge_at(model: &TypedModel, id: usize) -> TractResult<Option<Merge>> {
+    let lens = |inputs: &[OutletId]| -> Option<Vec<usize>> {
+        inputs
+            .iter()
+            .map(|&outlet| {
+                let fact = model.outlet_fact(outlet).ok()?;
+                Some(fact.shape.as_concrete()?.iter().product())
+            })
+            .collect()
+    };
+    let node = model.node(id);
+    let Some(second) = node.op_as::<FastBinChain>() else {
+        return Ok(None);
+    };
+    let Some(total) = lens(&node.inputs[..1]).map(|lens| lens[0]) else {
+        return Ok(None);
+    };
+    // Through the accumulator; else through the first step's operand when it is a whole
+    // tensor like the accumulator and the step commutes (a hard-swish's `x · (x + 3)`
+    // reads the sum second): the accumulator becomes that step's operand, read in
+    // lock-step.
+    let through_operand = (second.steps.first().and_then(|&(step, _)| swapped(step)))
+        .filter(|_| lens(&node.inputs[1..2]) == Some(vec![total]))
+        .map(|step| {
+            let mut swapped = second.clone();
+            swapped.steps[0] = (step, Share::Row);
+            (1, swapped)
+        });
+    let candidates = [(0, second.clone())].into_iter().chain(through_operand);
+    for (slot, second) in candidates {
+        let read = node.inputs[slot];
+        let producer = model.node(read.node);
+        let Some(first) = producer.op_as::<FastBinChain>() else {
+            continue;
+        };
+        // Read once: read again (`x · x`), its values would be needed after the first
+        // chain's steps changed them.
+        let reads = node.inputs.iter().filter(|&&i| i == read).count();
+        if reads != 1 || crate::plan_graph::only_reader(model, producer.id)? != Some(node.id) {
+            continue;
+        }
+        // The joined chain's output takes the first chain's accumulator's shape (through an
+        // operand, `[8, 5, 5]` may stand for `[1, 8, 5, 5]`).
+        let shape = |outlet: OutletId| model.outlet_fact(outlet).map(|f| f.shape.clone());
+        if shape(producer.inputs[0])? != shape(node.inputs[0])? {
+            continue;
+        }
+        let (Some(first_lens), Some(second_lens)) =
+            (lens(&producer.inputs[1..]), lens(&node.inputs[1..]))
+        else {
+            continue;
+        };
+        let operand_lens: Vec<usize> = first_lens.into_iter().chain(second_lens).collect();
+        if let Some(joined) = first.then(&second, total, &operand_lens) {
+            return Ok(Some(Merge {
+                first: producer.id,
+                second: node.id,
+                joined,
+                via_operand: slot == 1,
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// Elements a chain applies its steps to at a time (16 KiB: stays in L1 across the steps).
@@ -428,15 +599,14 @@ fn apply_row(op: Step, out: &mut [f32], row: &[f32]) {
 
 impl Op for FastBinChain {
     fn name(&self) -> StaticName {
-        let names: Vec<String> = self
-            .steps
-            .iter()
-            .map(|(op, _)| format!("{op:?}"))
-            .chain(
-                self.round_trip
-                    .as_ref()
-                    .map(|_| "QuantizeDequantize".into()),
-            )
+        let pairs_after = |steps: usize| {
+            (self.round_trips.iter())
+                .filter(move |(after, _)| *after == steps)
+                .map(|_| "QuantizeDequantize".to_string())
+        };
+        let names: Vec<String> = (self.steps.iter().enumerate())
+            .flat_map(|(i, (op, _))| pairs_after(i).chain([format!("{op:?}")]))
+            .chain(pairs_after(self.steps.len()))
             .collect();
         format!("FastBinChain({})", names.join("+")).into()
     }
@@ -520,7 +690,7 @@ mod tests {
         };
         let chain = |step| FastBinChain {
             steps: vec![(step, Share::PerBlock)],
-            round_trip: None,
+            round_trips: vec![],
         };
         let mut model = TypedModel::default();
         let x = model.add_source("x", f32::fact(shape)).unwrap();
@@ -585,6 +755,104 @@ mod tests {
     }
 
     #[test]
+    fn chains_read_only_by_the_next_chain_are_joined_with_the_same_values() {
+        use super::super::{FastDequantizeLinear, FastQuantizeLinear};
+        // A QDQ hard-swish and a scale/shift after it: t = pair(x + 3); h = pair(x · t) (the
+        // sum read as the product's operand); s = pair(h · 0.5); o = s - y (through the
+        // accumulator). Beside it: u = x · 2 read twice by v = u · u (kept apart), and w = z - q,
+        // q = z + 1 (through the operand, Sub becoming SubF). Every value must stay the same.
+        let shape = [1, 4, 6, 10];
+        let pair = |scale: f32, zero_point| FastQuantizeDequantize {
+            quantize: FastQuantizeLinear {
+                multiplier: 1.0 / scale,
+                zero_point,
+                output: u8::datum_type(),
+            },
+            dequantize: FastDequantizeLinear { scale, zero_point },
+        };
+        let chain = |step, share| FastBinChain {
+            steps: vec![(step, share)],
+            round_trips: vec![],
+        };
+        let mut model = TypedModel::default();
+        let sources: Vec<OutletId> = ["x", "y", "z"]
+            .iter()
+            .map(|name| model.add_source(*name, f32::fact(shape)).unwrap())
+            .collect();
+        let (x, y, z) = (sources[0], sources[1], sources[2]);
+        let mut konst = |name: &str, value: f32| model.add_const(name, tensor1(&[value])).unwrap();
+        let (three, half, two, one) = (
+            konst("3", 3.0),
+            konst("0.5", 0.5),
+            konst("2", 2.0),
+            konst("1", 1.0),
+        );
+        let mut wire = |name: &str, op: Box<dyn TypedOp>, inputs: &[OutletId]| -> OutletId {
+            model.wire_node(name, op, inputs).unwrap()[0]
+        };
+        let sum = wire(
+            "sum",
+            Box::new(chain(Step::Add, Share::PerBlock)),
+            &[x, three],
+        );
+        let t = wire("t", Box::new(pair(0.03, 0)), &[sum]);
+        let product = wire("product", Box::new(chain(Step::Mul, Share::Row)), &[x, t]);
+        let h = wire("h", Box::new(pair(0.05, 10)), &[product]);
+        let scaled = wire(
+            "scaled",
+            Box::new(chain(Step::Mul, Share::PerBlock)),
+            &[h, half],
+        );
+        let s = wire("s", Box::new(pair(0.02, 128)), &[scaled]);
+        let o = wire("o", Box::new(chain(Step::Sub, Share::Row)), &[s, y]);
+        let u = wire("u", Box::new(chain(Step::Mul, Share::PerBlock)), &[x, two]);
+        let v = wire("v", Box::new(chain(Step::Mul, Share::Row)), &[u, u]);
+        let q = wire("q", Box::new(chain(Step::Add, Share::PerBlock)), &[z, one]);
+        let w = wire("w", Box::new(chain(Step::Sub, Share::Row)), &[z, q]);
+        model.select_output_outlets(&[o, v, w]).unwrap();
+
+        let values = |seed: f32| -> Tensor {
+            let n: usize = shape.iter().product();
+            let v: Vec<f32> = (0..n).map(|i| ((i as f32 * seed) % 11.0) - 5.5).collect();
+            tract_ndarray::Array4::from_shape_vec(shape, v)
+                .unwrap()
+                .into_tensor()
+        };
+        let run = |model: &TypedModel| -> Vec<Vec<u32>> {
+            let plan = model.clone().into_runnable().unwrap();
+            let inputs = tvec![
+                values(0.37).into(),
+                values(0.71).into(),
+                values(1.13).into()
+            ];
+            (plan.run(inputs).unwrap().iter())
+                .map(|t| {
+                    let values = t.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap();
+                    values.iter().map(|v| v.to_bits()).collect()
+                })
+                .collect()
+        };
+        let expected = run(&model);
+        assert_eq!(fold_round_trips(&mut model).unwrap(), 3);
+        assert_eq!(merge_chains(&mut model).unwrap(), 4);
+        let mut names: Vec<String> = (model.nodes().iter())
+            .filter(|n| n.op_is::<FastBinChain>())
+            .map(|n| n.op.name().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "FastBinChain(Add+QuantizeDequantize+Mul+QuantizeDequantize+Mul+QuantizeDequantize+Sub)",
+                "FastBinChain(Add+SubF)",
+                "FastBinChain(Mul)",
+                "FastBinChain(Mul)",
+            ],
+        );
+        assert_eq!(run(&model), expected);
+    }
+
+    #[test]
     fn operand_shapes_map_to_blocks_or_rows() {
         let nchw = [2, 8, 5, 5];
         assert_eq!(share_of(&nchw, &[8, 1, 1]), None); // a channel per image: not one block each
@@ -633,7 +901,7 @@ mod tests {
         for (share, b) in [(Share::PerBlock, &slopes[..]), (Share::Row, &row[..])] {
             let chain = FastBinChain {
                 steps: vec![(Step::PRelu, share)],
-                round_trip: None,
+                round_trips: vec![],
             };
             let mut out = vec![f32::NAN; a.len()];
             chain.compute(a, &[b], &mut out).unwrap();
@@ -647,7 +915,7 @@ mod tests {
         }
         let chain = FastBinChain {
             steps: vec![(Step::PRelu, Share::PerBlock)],
-            round_trip: None,
+            round_trips: vec![],
         };
         let mut out = [0.0; 16];
         chain.compute(&[f32::NAN; 16], &[&[2.0]], &mut out).unwrap();
@@ -670,7 +938,7 @@ mod tests {
                 (Step::Max, Share::Row),
                 (Step::Mul, Share::PerBlock),
             ],
-            round_trip: None,
+            round_trips: vec![],
         };
         let mut out = vec![f32::NAN; a.len()];
         multithread_tract_scope(Executor::multithread(2), || {
@@ -692,7 +960,7 @@ mod tests {
         let (scale, shift, zero) = ([0.5, -2.0, 1.5], [1.0, 0.25, -3.0], [0.0]);
         let chain = FastBinChain {
             steps: per_block(&[Step::Mul, Step::Add, Step::Max]),
-            round_trip: None,
+            round_trips: vec![],
         };
         let mut out = vec![f32::NAN; a.len()];
         // Per channel: the operand has one value per plane of 49, repeating over the 2 images.
@@ -715,7 +983,7 @@ mod tests {
         let a: Vec<f32> = (0..15_000).map(|i| (i % 97) as f32 - 48.0).collect();
         let chain = FastBinChain {
             steps: per_block(&[Step::Add, Step::Max, Step::Min]),
-            round_trip: None,
+            round_trips: vec![],
         };
         let mut out = vec![f32::NAN; a.len()];
         multithread_tract_scope(Executor::multithread(2), || {
@@ -733,7 +1001,7 @@ mod tests {
         let a = [1.0f32, 4.0, -2.0, 8.0];
         let chain = FastBinChain {
             steps: per_block(&[Step::Sub, Step::SubF, Step::Min]),
-            round_trip: None,
+            round_trips: vec![],
         };
         let mut out = [0.0; 4];
         chain
@@ -747,7 +1015,7 @@ mod tests {
     fn an_operand_that_does_not_divide_the_accumulator_is_an_error() {
         let chain = FastBinChain {
             steps: per_block(&[Step::Add]),
-            round_trip: None,
+            round_trips: vec![],
         };
         let mut out = [0.0; 4];
         assert!(chain.compute(&[1.0; 4], &[&[1.0; 3]], &mut out).is_err());
