@@ -12,7 +12,8 @@
 //! threads. Here the output is written in pieces that stay in L1 while every step passes over
 //! them, pieces are the pool's tasks, and the loops are ones LLVM vectorizes.
 
-use super::FastQuantizeDequantize;
+use super::quantize_linear::Quantized;
+use super::{FastQuantizeDequantize, FastQuantizeLinear};
 use crate::parallel::par_chunks_mut;
 use crate::simd::{self, InPlace, SelectOperand};
 use tessera_core::tract_onnx::prelude::*;
@@ -70,6 +71,9 @@ pub struct FastBinChain {
     /// Quantize → dequantize pairs each value goes through ([`fold_round_trips`],
     /// [`merge_chains`]), each after the number of steps it is paired with, in order.
     pub round_trips: Vec<(usize, FastQuantizeDequantize)>,
+    /// Then each value quantized, the chain's output of that 8-bit type
+    /// ([`fold_quantizations`]).
+    pub quantize: Option<FastQuantizeLinear>,
 }
 
 /// Pieces of the accumulator shorter than this do not vectorize well: such chains stay with
@@ -116,6 +120,7 @@ impl FastBinChain {
         let chain = FastBinChain {
             steps,
             round_trips: vec![],
+            quantize: None,
         };
         let (a, operands) = shapes.split_first()?;
         let a_len: usize = a.iter().product();
@@ -159,39 +164,25 @@ impl FastBinChain {
 
     /// `output` = `a` (or, with `None`, `output` itself) with each step applied.
     fn run(&self, a: Option<&[f32]>, operands: &[&[f32]], output: &mut [f32]) -> TractResult<()> {
-        ensure!(operands.len() == self.steps.len(), "one operand per step");
         let total = output.len();
-        if total == 0 {
+        let Some(unit) = self.piece_unit(operands, total)? else {
             return Ok(());
-        }
-        let lens: Vec<usize> = operands.iter().map(|b| b.len()).collect();
-        let Some(unit) = self.unit(total, &lens) else {
-            bail!("an operand of the chain does not divide its accumulator of {total} values");
         };
-        let work = total * (self.steps.len() + self.round_trips.len());
         // Tasks are ranges of elements (a block can be the whole tensor: scalar operands), each
         // walked in pieces that stay in L1 while every step passes over them.
-        par_chunks_mut(output, 1, work, |start, chunk| {
+        par_chunks_mut(output, 1, self.work(total), |start, chunk| {
             crate::simd::widest(
                 #[inline(always)]
                 || {
                     let mut done = 0;
                     while done < chunk.len() {
                         let at = start + done;
-                        let unit_end = (at / unit + 1) * unit;
-                        let len = (unit_end - at).min(chunk.len() - done).min(PIECE);
+                        let len = piece_len(at, unit, chunk.len() - done);
                         let out = &mut chunk[done..][..len];
                         if let Some(a) = a {
                             out.copy_from_slice(&a[at..][..len]);
                         }
-                        for (i, (&(op, share), b)) in self.steps.iter().zip(operands).enumerate() {
-                            self.round_trip_after(i, out);
-                            match share {
-                                Share::PerBlock => apply(op, out, b[at / (total / b.len())]),
-                                Share::Row => apply_row(op, out, &b[at % b.len()..][..len]),
-                            }
-                        }
-                        self.round_trip_after(self.steps.len(), out);
+                        self.apply_steps(operands, total, at, out);
                         done += len;
                     }
                 },
@@ -199,6 +190,87 @@ impl FastBinChain {
             Ok(())
         })
     }
+
+    /// `output` = `a` with each step applied, quantized by `quantize`: each piece computed in a
+    /// buffer on the stack, then written as 8-bit values.
+    fn run_quantized<T: Quantized + Send>(
+        &self,
+        quantize: &FastQuantizeLinear,
+        a: &[f32],
+        operands: &[&[f32]],
+        output: &mut [T],
+    ) -> TractResult<()> {
+        ensure!(
+            output.len() == a.len(),
+            "the chain's output has its input's size"
+        );
+        let total = output.len();
+        let Some(unit) = self.piece_unit(operands, total)? else {
+            return Ok(());
+        };
+        par_chunks_mut(output, 1, self.work(total), |start, chunk| {
+            crate::simd::widest(
+                #[inline(always)]
+                || {
+                    let mut piece = [0.0f32; PIECE];
+                    let mut done = 0;
+                    while done < chunk.len() {
+                        let at = start + done;
+                        let len = piece_len(at, unit, chunk.len() - done);
+                        let values = &mut piece[..len];
+                        values.copy_from_slice(&a[at..][..len]);
+                        self.apply_steps(operands, total, at, values);
+                        quantize.quantize_values(values, &mut chunk[done..][..len]);
+                        done += len;
+                    }
+                },
+            );
+            Ok(())
+        })
+    }
+
+    /// The unit pieces end on ([`Self::unit`]) for an accumulator of `total` values, checked
+    /// against the operands; None when there is nothing to compute.
+    fn piece_unit(&self, operands: &[&[f32]], total: usize) -> TractResult<Option<usize>> {
+        ensure!(operands.len() == self.steps.len(), "one operand per step");
+        if total == 0 {
+            return Ok(None);
+        }
+        let lens: Vec<usize> = operands.iter().map(|b| b.len()).collect();
+        match self.unit(total, &lens) {
+            Some(unit) => Ok(Some(unit)),
+            None => {
+                bail!("an operand of the chain does not divide its accumulator of {total} values")
+            }
+        }
+    }
+
+    /// Values passed over in all: the work that decides whether the pool takes part.
+    fn work(&self, total: usize) -> usize {
+        total * (self.steps.len() + self.round_trips.len() + usize::from(self.quantize.is_some()))
+    }
+
+    /// Every step and pair, in order, on `out`: the accumulator's values `at..at + out.len()`.
+    #[inline(always)]
+    fn apply_steps(&self, operands: &[&[f32]], total: usize, at: usize, out: &mut [f32]) {
+        let len = out.len();
+        for (i, (&(op, share), b)) in self.steps.iter().zip(operands).enumerate() {
+            self.round_trip_after(i, out);
+            match share {
+                Share::PerBlock => apply(op, out, b[at / (total / b.len())]),
+                Share::Row => apply_row(op, out, &b[at % b.len()..][..len]),
+            }
+        }
+        self.round_trip_after(self.steps.len(), out);
+    }
+}
+
+/// The length of the piece from `at`: up to the end of its unit (where an operand's block or
+/// row ends), at most `left` and [`PIECE`].
+#[inline(always)]
+fn piece_len(at: usize, unit: usize, left: usize) -> usize {
+    let unit_end = (at / unit + 1) * unit;
+    (unit_end - at).min(left).min(PIECE)
 }
 
 impl FastBinChain {
@@ -219,6 +291,9 @@ impl FastBinChain {
         total: usize,
         operand_lens: &[usize],
     ) -> Option<FastBinChain> {
+        if self.quantize.is_some() {
+            return None;
+        }
         let shift = self.steps.len();
         let joined = FastBinChain {
             steps: self.steps.iter().chain(&next.steps).copied().collect(),
@@ -229,6 +304,7 @@ impl FastBinChain {
                         .map(|(after, pair)| (after + shift, pair.clone())),
                 )
                 .collect(),
+            quantize: next.quantize.clone(),
         };
         (operand_lens.len() == joined.steps.len()
             && joined
@@ -397,9 +473,44 @@ pub fn fuse_prelu(model: &mut TypedModel) -> TractResult<usize> {
 /// the chain it rounds the piece still in L1 (ppocrv4_rec's QDQ variant: 4.4 ms of its pairs
 /// against 3-6 ms of the chains before them). Returns how many.
 pub fn fold_round_trips(model: &mut TypedModel) -> TractResult<usize> {
+    fold_into_chains(
+        model,
+        "quantize-dequantize pair folded into a chain",
+        |chain, pair: &FastQuantizeDequantize| {
+            let mut folded = chain.clone();
+            folded.round_trips.push((chain.steps.len(), pair.clone()));
+            chain.quantize.is_none().then_some(folded)
+        },
+    )
+}
+
+/// Folds each quantization ([`FastQuantizeLinear`]) that is the only reader of a chain into that
+/// chain, which then writes the 8-bit values: the f32 values are never written out and read
+/// back (a QDQ model quantizes a chain's output before each quantized convolution: ppocrv4_rec's
+/// QDQ variant ran 54 quantizations, 1.2 ms per run, as passes of their own). Returns how many.
+pub fn fold_quantizations(model: &mut TypedModel) -> TractResult<usize> {
+    fold_into_chains(
+        model,
+        "quantization folded into a chain",
+        |chain, quantize: &FastQuantizeLinear| {
+            chain.quantize.is_none().then(|| FastBinChain {
+                quantize: Some(quantize.clone()),
+                ..chain.clone()
+            })
+        },
+    )
+}
+
+/// Replaces each node of op `R` that is the only reader of a chain, and its only input, by the
+/// chain `fold` makes of the two (on the chain's inputs). Returns how many.
+fn fold_into_chains<R: Op>(
+    model: &mut TypedModel,
+    why: &str,
+    fold: impl Fn(&FastBinChain, &R) -> Option<FastBinChain>,
+) -> TractResult<usize> {
     let mut found = vec![];
     for node in model.nodes() {
-        let Some(pair) = node.op_as::<FastQuantizeDequantize>() else {
+        let Some(reader) = node.op_as::<R>() else {
             continue;
         };
         let [input] = &*node.inputs else { continue };
@@ -407,18 +518,20 @@ pub fn fold_round_trips(model: &mut TypedModel) -> TractResult<usize> {
         if let Some(chain) = producer.op_as::<FastBinChain>()
             && input.slot == 0
             && crate::plan_graph::only_reader(model, producer.id)? == Some(node.id)
+            && let Some(folded) = fold(chain, reader)
         {
-            let mut folded = chain.clone();
-            folded.round_trips.push((chain.steps.len(), pair.clone()));
             found.push((producer.id, node.id, folded));
         }
     }
     let count = found.len();
-    for (chain, pair, folded) in found {
-        model.node_mut(chain).op = Box::new(folded);
-        let mut patch = TypedModelPatch::new("quantize-dequantize pair folded into a chain");
-        let wire = patch.tap_model(model, OutletId::new(chain, 0))?;
-        patch.shunt_outside(model, OutletId::new(pair, 0), wire)?;
+    for (chain, reader, folded) in found {
+        let mut patch = TypedModelPatch::new(why);
+        let taps = (model.node(chain).inputs.iter())
+            .map(|&outlet| patch.tap_model(model, outlet))
+            .collect::<TractResult<TVec<OutletId>>>()?;
+        let name = model.node(reader).name.clone();
+        let wire = patch.wire_node(name, folded, &taps)?;
+        patch.shunt_outside(model, OutletId::new(reader, 0), wire[0])?;
         patch.apply(model)?;
     }
     if count > 0 {
@@ -607,6 +720,7 @@ impl Op for FastBinChain {
         let names: Vec<String> = (self.steps.iter().enumerate())
             .flat_map(|(i, (op, _))| pairs_after(i).chain([format!("{op:?}")]))
             .chain(pairs_after(self.steps.len()))
+            .chain(self.quantize.as_ref().map(|_| "Quantize".to_string()))
             .collect();
         format!("FastBinChain({})", names.join("+")).into()
     }
@@ -627,6 +741,34 @@ impl EvalOp for FastBinChain {
             .iter()
             .map(|b| b.try_as_plain_ram().and_then(|b| b.as_slice::<f32>()))
             .collect::<TractResult<Vec<&[f32]>>>()?;
+        if let Some(quantize) = &self.quantize {
+            let values = a.try_as_plain_ram()?.as_slice::<f32>()?;
+            // SAFETY: 8-bit integers have no invalid bit patterns, and `run_quantized` writes
+            // every element (the pieces tile the accumulator) or fails, dropping the tensor
+            // unread.
+            let output = unsafe {
+                if quantize.output == u8::datum_type() {
+                    let mut output = Tensor::uninitialized::<u8>(a.shape())?;
+                    self.run_quantized(
+                        quantize,
+                        values,
+                        &operands,
+                        output.try_as_plain_ram_mut()?.as_slice_mut::<u8>()?,
+                    )?;
+                    output
+                } else {
+                    let mut output = Tensor::uninitialized::<i8>(a.shape())?;
+                    self.run_quantized(
+                        quantize,
+                        values,
+                        &operands,
+                        output.try_as_plain_ram_mut()?.as_slice_mut::<i8>()?,
+                    )?;
+                    output
+                }
+            };
+            return Ok(tvec!(output.into_tvalue()));
+        }
         // An accumulator no other op reads (nor this one twice: each use holds a reference) is
         // updated in place: no second tensor to allocate and write beside the one read.
         let output = if a.is_exclusive() {
@@ -659,7 +801,10 @@ impl TypedOp for FastBinChain {
             inputs.len() == self.steps.len() + 1,
             "a chain takes one operand per step"
         );
-        Ok(tvec!(inputs[0].without_value()))
+        Ok(tvec!(match &self.quantize {
+            Some(quantize) => quantize.output.fact(inputs[0].shape.clone()),
+            None => inputs[0].without_value(),
+        }))
     }
 }
 
@@ -671,26 +816,50 @@ mod tests {
         ops.iter().map(|&op| (op, Share::PerBlock)).collect()
     }
 
-    #[test]
-    fn a_quantize_dequantize_pair_reading_only_a_chain_is_folded_into_it() {
+    /// Asserts that the plan has a node of each op (named as `Op::name` names it).
+    fn assert_has_ops(model: &TypedModel, ops: &[&str]) {
+        let names: Vec<String> = (model.nodes().iter())
+            .map(|n| n.op.name().to_string())
+            .collect();
+        for op in ops {
+            assert!(names.iter().any(|name| name == op), "no {op} in {names:?}");
+        }
+    }
+
+    /// A u8 quantize → dequantize pair.
+    fn u8_pair(scale: f32, zero_point: i32) -> FastQuantizeDequantize {
         use super::super::{FastDequantizeLinear, FastQuantizeLinear};
-        // x · scale per channel → pair (folded); y + 1 → pair, where y + 1 is also an output
-        // (kept apart: the unrounded values are read).
-        let shape = [1, 8, 20, 20];
-        let pair = |zero_point| FastQuantizeDequantize {
+        FastQuantizeDequantize {
             quantize: FastQuantizeLinear {
-                multiplier: 1.0 / 0.05,
+                multiplier: 1.0 / scale,
                 zero_point,
                 output: u8::datum_type(),
             },
-            dequantize: FastDequantizeLinear {
-                scale: 0.05,
-                zero_point,
-            },
-        };
+            dequantize: FastDequantizeLinear { scale, zero_point },
+        }
+    }
+
+    /// Values of `shape` from -period/2 up, in a saw-tooth `seed` apart.
+    fn saw_tooth(shape: [usize; 4], seed: f32, period: f32) -> Tensor {
+        let n: usize = shape.iter().product();
+        let v: Vec<f32> = (0..n)
+            .map(|i| ((i as f32 * seed) % period) - period / 2.0)
+            .collect();
+        tract_ndarray::Array4::from_shape_vec(shape, v)
+            .unwrap()
+            .into_tensor()
+    }
+
+    #[test]
+    fn a_quantize_dequantize_pair_reading_only_a_chain_is_folded_into_it() {
+        // x · scale per channel → pair (folded); y + 1 → pair, where y + 1 is also an output
+        // (kept apart: the unrounded values are read).
+        let shape = [1, 8, 20, 20];
+        let pair = |zero_point| u8_pair(0.05, zero_point);
         let chain = |step| FastBinChain {
             steps: vec![(step, Share::PerBlock)],
             round_trips: vec![],
+            quantize: None,
         };
         let mut model = TypedModel::default();
         let x = model.add_source("x", f32::fact(shape)).unwrap();
@@ -713,13 +882,7 @@ mod tests {
             .select_output_outlets(&[rounded[0], shifted_rounded[0], shifted[0]])
             .unwrap();
 
-        let values = |seed: f32| -> Tensor {
-            let n: usize = shape.iter().product();
-            let v: Vec<f32> = (0..n).map(|i| ((i as f32 * seed) % 9.0) - 4.5).collect();
-            tract_ndarray::Array4::from_shape_vec(shape, v)
-                .unwrap()
-                .into_tensor()
-        };
+        let values = |seed: f32| saw_tooth(shape, seed, 9.0);
         let run = |model: &TypedModel| -> Vec<Vec<f32>> {
             let plan = model.clone().into_runnable().unwrap();
             let outputs = plan
@@ -738,41 +901,28 @@ mod tests {
         };
         let expected = run(&model);
         assert_eq!(fold_round_trips(&mut model).unwrap(), 1);
-        let names: Vec<String> = model
-            .nodes()
-            .iter()
-            .map(|n| n.op.name().to_string())
-            .collect();
-        assert!(
-            names.contains(&"FastBinChain(Mul+QuantizeDequantize)".to_string()),
-            "{names:?}"
-        );
-        assert!(
-            names.contains(&"FastQuantizeDequantize".to_string()),
-            "{names:?}"
+        assert_has_ops(
+            &model,
+            &[
+                "FastBinChain(Mul+QuantizeDequantize)",
+                "FastQuantizeDequantize",
+            ],
         );
         assert_eq!(run(&model), expected);
     }
 
     #[test]
     fn chains_read_only_by_the_next_chain_are_joined_with_the_same_values() {
-        use super::super::{FastDequantizeLinear, FastQuantizeLinear};
         // A QDQ hard-swish and a scale/shift after it: t = pair(x + 3); h = pair(x · t) (the
         // sum read as the product's operand); s = pair(h · 0.5); o = s - y (through the
         // accumulator). Beside it: u = x · 2 read twice by v = u · u (kept apart), and w = z - q,
         // q = z + 1 (through the operand, Sub becoming SubF). Every value must stay the same.
         let shape = [1, 4, 6, 10];
-        let pair = |scale: f32, zero_point| FastQuantizeDequantize {
-            quantize: FastQuantizeLinear {
-                multiplier: 1.0 / scale,
-                zero_point,
-                output: u8::datum_type(),
-            },
-            dequantize: FastDequantizeLinear { scale, zero_point },
-        };
+        let pair = u8_pair;
         let chain = |step, share| FastBinChain {
             steps: vec![(step, share)],
             round_trips: vec![],
+            quantize: None,
         };
         let mut model = TypedModel::default();
         let sources: Vec<OutletId> = ["x", "y", "z"]
@@ -811,13 +961,7 @@ mod tests {
         let w = wire("w", Box::new(chain(Step::Sub, Share::Row)), &[z, q]);
         model.select_output_outlets(&[o, v, w]).unwrap();
 
-        let values = |seed: f32| -> Tensor {
-            let n: usize = shape.iter().product();
-            let v: Vec<f32> = (0..n).map(|i| ((i as f32 * seed) % 11.0) - 5.5).collect();
-            tract_ndarray::Array4::from_shape_vec(shape, v)
-                .unwrap()
-                .into_tensor()
-        };
+        let values = |seed: f32| saw_tooth(shape, seed, 11.0);
         let run = |model: &TypedModel| -> Vec<Vec<u32>> {
             let plan = model.clone().into_runnable().unwrap();
             let inputs = tvec![
@@ -850,6 +994,66 @@ mod tests {
             ],
         );
         assert_eq!(run(&model), expected);
+    }
+
+    #[test]
+    fn a_quantization_reading_only_a_chain_is_folded_into_it() {
+        // q(x · 0.5 + 1) to u8 (folded once the two chains are joined), and q(y - 2) to i8
+        // (saturating), where y - 2 is also an output (kept apart: its f32 values are read).
+        let shape = [1, 4, 6, 10];
+        let chain = |step| FastBinChain {
+            steps: vec![(step, Share::PerBlock)],
+            round_trips: vec![],
+            quantize: None,
+        };
+        let quantize = |output, zero_point| FastQuantizeLinear {
+            multiplier: 1.0 / 0.04,
+            zero_point,
+            output,
+        };
+        let mut model = TypedModel::default();
+        let x = model.add_source("x", f32::fact(shape)).unwrap();
+        let y = model.add_source("y", f32::fact(shape)).unwrap();
+        let mut konst = |name: &str, value: f32| model.add_const(name, tensor1(&[value])).unwrap();
+        let (half, one, two) = (konst("0.5", 0.5), konst("1", 1.0), konst("2", 2.0));
+        let mut wire = |name: &str, op: Box<dyn TypedOp>, inputs: &[OutletId]| -> OutletId {
+            model.wire_node(name, op, inputs).unwrap()[0]
+        };
+        let scaled = wire("scaled", Box::new(chain(Step::Mul)), &[x, half]);
+        let shifted = wire("shifted", Box::new(chain(Step::Add)), &[scaled, one]);
+        let qx = wire("qx", Box::new(quantize(u8::datum_type(), 100)), &[shifted]);
+        let dy = wire("dy", Box::new(chain(Step::Sub)), &[y, two]);
+        let qy = wire("qy", Box::new(quantize(i8::datum_type(), -3)), &[dy]);
+        model.select_output_outlets(&[qx, qy, dy]).unwrap();
+
+        let run = |model: &TypedModel| -> Vec<Tensor> {
+            let plan = model.clone().into_runnable().unwrap();
+            let inputs = tvec![
+                saw_tooth(shape, 0.37, 11.0).into(),
+                saw_tooth(shape, 0.71, 11.0).into()
+            ];
+            (plan.run(inputs).unwrap().into_iter())
+                .map(|t| t.into_tensor())
+                .collect()
+        };
+        let expected = run(&model);
+        assert_eq!(merge_chains(&mut model).unwrap(), 1);
+        assert_eq!(fold_quantizations(&mut model).unwrap(), 1);
+        assert_has_ops(
+            &model,
+            &["FastBinChain(Mul+Add+Quantize)", "FastQuantizeLinear"],
+        );
+        let got = run(&model);
+        assert_eq!(got[0].datum_type(), u8::datum_type());
+        assert_eq!(got, expected);
+        // y - 2 reaches -7.5, -190 levels below the zero point: the low end saturates.
+        let qy = got[1]
+            .try_as_plain_ram()
+            .unwrap()
+            .as_slice::<i8>()
+            .unwrap()
+            .to_vec();
+        assert!(qy.contains(&i8::MIN), "{qy:?}");
     }
 
     #[test]
@@ -902,6 +1106,7 @@ mod tests {
             let chain = FastBinChain {
                 steps: vec![(Step::PRelu, share)],
                 round_trips: vec![],
+                quantize: None,
             };
             let mut out = vec![f32::NAN; a.len()];
             chain.compute(a, &[b], &mut out).unwrap();
@@ -916,6 +1121,7 @@ mod tests {
         let chain = FastBinChain {
             steps: vec![(Step::PRelu, Share::PerBlock)],
             round_trips: vec![],
+            quantize: None,
         };
         let mut out = [0.0; 16];
         chain.compute(&[f32::NAN; 16], &[&[2.0]], &mut out).unwrap();
@@ -939,6 +1145,7 @@ mod tests {
                 (Step::Mul, Share::PerBlock),
             ],
             round_trips: vec![],
+            quantize: None,
         };
         let mut out = vec![f32::NAN; a.len()];
         multithread_tract_scope(Executor::multithread(2), || {
@@ -961,6 +1168,7 @@ mod tests {
         let chain = FastBinChain {
             steps: per_block(&[Step::Mul, Step::Add, Step::Max]),
             round_trips: vec![],
+            quantize: None,
         };
         let mut out = vec![f32::NAN; a.len()];
         // Per channel: the operand has one value per plane of 49, repeating over the 2 images.
@@ -984,6 +1192,7 @@ mod tests {
         let chain = FastBinChain {
             steps: per_block(&[Step::Add, Step::Max, Step::Min]),
             round_trips: vec![],
+            quantize: None,
         };
         let mut out = vec![f32::NAN; a.len()];
         multithread_tract_scope(Executor::multithread(2), || {
@@ -1002,6 +1211,7 @@ mod tests {
         let chain = FastBinChain {
             steps: per_block(&[Step::Sub, Step::SubF, Step::Min]),
             round_trips: vec![],
+            quantize: None,
         };
         let mut out = [0.0; 4];
         chain
@@ -1016,6 +1226,7 @@ mod tests {
         let chain = FastBinChain {
             steps: per_block(&[Step::Add]),
             round_trips: vec![],
+            quantize: None,
         };
         let mut out = [0.0; 4];
         assert!(chain.compute(&[1.0; 4], &[&[1.0; 3]], &mut out).is_err());

@@ -360,5 +360,6 @@ pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
     quantize_linear::fuse_quantize_dequantize(model)?;
     bin_chain::fold_round_trips(model)?;
     bin_chain::merge_chains(model)?;
+    bin_chain::fold_quantizations(model)?;
     Ok(())
 }

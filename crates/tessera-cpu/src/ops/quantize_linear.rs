@@ -135,18 +135,23 @@ impl FastQuantizeLinear {
         round_saturated(x * self.multiplier, bounds) + self.zero_point
     }
 
-    fn quantize<T: Quantized + Send>(&self, xs: &[f32], ys: &mut [T]) -> TractResult<()> {
+    /// `ys` = `xs` quantized, on the calling thread: inlined into vectorized callers (the
+    /// element-wise chain a quantization is folded into).
+    #[inline(always)]
+    pub(super) fn quantize_values<T: Quantized>(&self, xs: &[f32], ys: &mut [T]) {
         let bounds = self.bounds::<T>();
+        for (y, &x) in ys.iter_mut().zip(xs) {
+            *y = T::from_i32(self.level(x, bounds));
+        }
+    }
+
+    fn quantize<T: Quantized + Send>(&self, xs: &[f32], ys: &mut [T]) -> TractResult<()> {
         let len = ys.len().min(xs.len());
         par_chunks_mut(&mut ys[..len], 1, len, |start, ys| {
             let xs = &xs[start..][..ys.len()];
             crate::simd::widest(
                 #[inline(always)]
-                || {
-                    for (y, &x) in ys.iter_mut().zip(xs) {
-                        *y = T::from_i32(self.level(x, bounds));
-                    }
-                },
+                || self.quantize_values(xs, ys),
             );
             Ok(())
         })
