@@ -525,19 +525,31 @@ fn fold_into_chains<R: Op>(
     }
     let count = found.len();
     for (chain, reader, folded) in found {
-        let mut patch = TypedModelPatch::new(why);
-        let taps = (model.node(chain).inputs.iter())
-            .map(|&outlet| patch.tap_model(model, outlet))
-            .collect::<TractResult<TVec<OutletId>>>()?;
-        let name = model.node(reader).name.clone();
-        let wire = patch.wire_node(name, folded, &taps)?;
-        patch.shunt_outside(model, OutletId::new(reader, 0), wire[0])?;
-        patch.apply(model)?;
+        let inputs = model.node(chain).inputs.clone();
+        wire_chain_in_place_of(model, reader, folded, &inputs, why)?;
     }
     if count > 0 {
         model.compact()?;
     }
     Ok(count)
+}
+
+/// Wires `chain` on `inputs` and makes every reader of `node`'s output read it instead.
+fn wire_chain_in_place_of(
+    model: &mut TypedModel,
+    node: usize,
+    chain: FastBinChain,
+    inputs: &[OutletId],
+    why: &str,
+) -> TractResult<()> {
+    let mut patch = TypedModelPatch::new(why);
+    let taps = (inputs.iter())
+        .map(|&outlet| patch.tap_model(model, outlet))
+        .collect::<TractResult<TVec<OutletId>>>()?;
+    let name = model.node(node).name.clone();
+    let wire = patch.wire_node(name, chain, &taps)?;
+    patch.shunt_outside(model, OutletId::new(node, 0), wire[0])?;
+    patch.apply(model)
 }
 
 /// Joins each chain whose output only the next chain reads, as that chain's accumulator, with
@@ -563,25 +575,17 @@ pub fn merge_chains(model: &mut TypedModel) -> TractResult<usize> {
         // operand, its accumulator (now that step's operand) and the rest.
         let second_inputs = &model.node(second).inputs;
         let rest: Vec<OutletId> = if via_operand {
-            [second_inputs[0]]
-                .into_iter()
-                .chain(second_inputs[2..].iter().copied())
+            (second_inputs.iter().take(1))
+                .chain(second_inputs.iter().skip(2))
+                .copied()
                 .collect()
         } else {
-            second_inputs[1..].to_vec()
+            second_inputs.iter().skip(1).copied().collect()
         };
         let inputs: Vec<OutletId> = (model.node(first).inputs.iter().copied())
             .chain(rest)
             .collect();
-        let mut patch = TypedModelPatch::new("element-wise chains joined");
-        let taps = inputs
-            .iter()
-            .map(|&outlet| patch.tap_model(model, outlet))
-            .collect::<TractResult<TVec<OutletId>>>()?;
-        let name = model.node(second).name.clone();
-        let wire = patch.wire_node(name, joined, &taps)?;
-        patch.shunt_outside(model, OutletId::new(second, 0), wire[0])?;
-        patch.apply(model)?;
+        wire_chain_in_place_of(model, second, joined, &inputs, "element-wise chains joined")?;
         count += 1;
     }
     if count > 0 {
@@ -626,7 +630,7 @@ fn merge_at(model: &TypedModel, id: usize) -> TractResult<Option<Merge>> {
     let Some(second) = node.op_as::<FastBinChain>() else {
         return Ok(None);
     };
-    let Some(total) = lens(&node.inputs[..1]).map(|lens| lens[0]) else {
+    let Some(total) = (node.inputs.first()).and_then(|&a| lens(&[a])?.first().copied()) else {
         return Ok(None);
     };
     // Through the accumulator; else through the first step's operand when it is a whole
@@ -634,7 +638,7 @@ fn merge_at(model: &TypedModel, id: usize) -> TractResult<Option<Merge>> {
     // reads the sum second): the accumulator becomes that step's operand, read in
     // lock-step.
     let through_operand = (second.steps.first().and_then(|&(step, _)| swapped(step)))
-        .filter(|_| lens(&node.inputs[1..2]) == Some(vec![total]))
+        .filter(|_| node.inputs.get(1).and_then(|&b| lens(&[b])) == Some(vec![total]))
         .map(|step| {
             let mut swapped = second.clone();
             swapped.steps[0] = (step, Share::Row);
@@ -642,7 +646,9 @@ fn merge_at(model: &TypedModel, id: usize) -> TractResult<Option<Merge>> {
         });
     let candidates = [(0, second.clone())].into_iter().chain(through_operand);
     for (slot, second) in candidates {
-        let read = node.inputs[slot];
+        let Some(&read) = node.inputs.get(slot) else {
+            continue;
+        };
         let producer = model.node(read.node);
         let Some(first) = producer.op_as::<FastBinChain>() else {
             continue;
