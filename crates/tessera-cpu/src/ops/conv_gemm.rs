@@ -19,7 +19,7 @@
 //!
 //! [ONNX `Conv`]: https://onnx.ai/onnx/operators/onnx__Conv.html
 
-use super::gemm_common::{self as gemm, Epilogue, ProductOp, Run, SharedOutput};
+use super::gemm_common::{self as gemm, Epilogue, ProductOp, RowFinish, Run, SharedOutput};
 use super::pool_2d::{Axis, Window2d, taps_inside_range};
 use super::tap_products;
 use crate::parallel;
@@ -777,7 +777,7 @@ impl FastConv {
                         l,
                         s.width,
                         (first_y, tile_rows),
-                        bias,
+                        Some(bias),
                     )
                 };
                 Ok(())
@@ -787,7 +787,7 @@ impl FastConv {
 
     /// Output rows `first_y..+tile_rows` of channels `first_channel..` (one per row of `sums`,
     /// `span` apart, each in padded-row coordinates: `width` apart, the columns past the output's
-    /// dropped) of image `b`, plus bias and epilogue.
+    /// dropped) of image `b`, plus `bias` and the epilogue (`None`: the sums are finished).
     ///
     /// SAFETY: no other thread writes those output rows of those channels of image `b`.
     /// Inlined into the tasks, which are compiled for the widest vectors ([`crate::simd`]).
@@ -802,7 +802,7 @@ impl FastConv {
         l: &Layout,
         width: usize,
         (first_y, tile_rows): (usize, usize),
-        bias: &[f32],
+        bias: Option<&[f32]>,
     ) {
         let c = self.window.cols;
         for (row, sum) in sums.chunks_exact(span).enumerate() {
@@ -817,12 +817,14 @@ impl FastConv {
                     std::slice::from_raw_parts_mut(out.at(plane_start + first_column), c.output)
                 };
                 values.copy_from_slice(&sum[y * width..][..c.output]);
-                let run = Run::AlongRow {
-                    row: channel,
-                    first_column,
-                };
-                let extra = bias[if bias.len() == 1 { 0 } else { channel }];
-                self.epilogue.apply(values, run, extra);
+                if let Some(bias) = bias {
+                    let run = Run::AlongRow {
+                        row: channel,
+                        first_column,
+                    };
+                    let extra = bias[if bias.len() == 1 { 0 } else { channel }];
+                    self.epilogue.apply(values, run, extra);
+                }
             }
         }
     }
@@ -1014,6 +1016,8 @@ impl FastConv {
         tasks.row_blocks = l.group_out.div_ceil(tasks.rows_per_block.max(1));
         let widest = (t.tile_rows - 1) * t.width + c.output;
         let out = SharedOutput::new(output);
+        let fused = self.epilogue.fixed_along_rows(self.out_channels);
+        let keeps_columns = tap_products::Kernel::best().keeps_columns();
         tasks.run(
             tasks.rows_per_block * widest,
             #[inline(always)]
@@ -1032,41 +1036,72 @@ impl FastConv {
                 let block = first_row / tap_products::CHANNELS * l.depth * tap_products::CHANNELS;
                 let weights = &packed[g * group_packed + block..];
                 let out_channel = g * l.group_out + first_row;
-                if t.width == c.output {
-                    // Rows of positions are the output's rows: the sums go straight to the
-                    // output, the epilogue runs there.
-                    let first_out =
-                        (b * self.out_channels + out_channel) * l.out_plane + first_y * c.output;
-                    // SAFETY: rows `out_channel..+rows` of image `b`, positions of output rows
-                    // `first_y..+tile_rows`: inside `output` (sizes checked in `layout`), and
-                    // tasks differ in image, group, tile of rows or block of channels.
+                let bias_of = |channel: usize| bias[if bias.len() == 1 { 0 } else { channel }];
+                // The epilogue in the kernel's registers, where it is one map per channel.
+                let finish = |j: usize| {
+                    let channel = out_channel + j;
+                    self.epilogue
+                        .row_finish(channel, bias_of(channel))
+                        .unwrap_or(RowFinish::NONE)
+                };
+                let no_finish = |_: usize| RowFinish::NONE;
+                let finish: &dyn Fn(usize) -> RowFinish = if fused { &finish } else { &no_finish };
+                // The output rows of the tile's channels, from output row `first_y`.
+                let first_out =
+                    (b * self.out_channels + out_channel) * l.out_plane + first_y * c.output;
+                let straight = t.width == c.output;
+                if straight || (fused && keeps_columns) {
+                    // Rows of positions are the output's rows, or the kernel drops the padded
+                    // columns as it stores: the sums go straight to the output.
+                    let to = tap_products::Destination {
+                        // SAFETY: rows `out_channel..+rows` of image `b`, from output row
+                        // `first_y`: inside `output` (sizes checked in `layout`).
+                        at: unsafe { out.at(first_out) },
+                        row: l.out_plane,
+                        kept: (!straight).then_some((t.width, c.output)),
+                    };
+                    // SAFETY: the positions of output rows `first_y..+tile_rows` of those
+                    // channels, and tasks differ in image, group, tile of rows or block of
+                    // channels.
                     unsafe {
                         tap_products::products_to(
                             tile_input,
                             &offsets,
                             weights,
                             (rows, span),
-                            out.at(first_out),
-                            l.out_plane,
-                        )?;
+                            finish,
+                            to,
+                        )?
+                    };
+                    if !fused {
                         for row in 0..rows {
                             let channel = out_channel + row;
-                            let values = std::slice::from_raw_parts_mut(
-                                out.at(first_out + row * l.out_plane),
-                                span,
-                            );
+                            // SAFETY: as the products' rows just above.
+                            let values = unsafe {
+                                std::slice::from_raw_parts_mut(
+                                    out.at(first_out + row * l.out_plane),
+                                    span,
+                                )
+                            };
                             let run = Run::AlongRow {
                                 row: channel,
                                 first_column: first_y * c.output,
                             };
-                            let extra = bias[if bias.len() == 1 { 0 } else { channel }];
-                            self.epilogue.apply(values, run, extra);
+                            self.epilogue.apply(values, run, bias_of(channel));
                         }
                     }
                     return Ok(());
                 }
                 let sums = &mut scratch[..rows * span];
-                tap_products::products(tile_input, &offsets, weights, rows, span, sums, span)?;
+                tap_products::products(
+                    tile_input,
+                    &offsets,
+                    weights,
+                    (rows, span),
+                    finish,
+                    sums,
+                    span,
+                )?;
                 // SAFETY: tasks differ in image, group, tile of rows or block of channels.
                 unsafe {
                     self.write_padded_sums(
@@ -1077,7 +1112,7 @@ impl FastConv {
                         l,
                         t.width,
                         (first_y, tile_rows),
-                        bias,
+                        (!fused).then_some(bias),
                     )
                 };
                 Ok(())
@@ -1171,7 +1206,7 @@ impl FastConv {
                         l,
                         s.width,
                         (first_y, tile_rows),
-                        bias,
+                        Some(bias),
                     )
                 };
                 Ok(())

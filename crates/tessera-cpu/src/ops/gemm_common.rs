@@ -177,6 +177,37 @@ impl Operand {
     }
 }
 
+/// One row's [`Epilogue`] in the form a kernel applies to its sums in registers, bit for bit as
+/// [`Epilogue::apply`]: `(s + shift) · scale + add` when `affine` is `[shift, scale, add]`, then
+/// `max(·, low)`, then `min(·, high)` as compare-and-select (infinite bounds change nothing, NaN
+/// included).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowFinish {
+    pub affine: Option<[f32; 3]>,
+    pub low: f32,
+    pub high: f32,
+}
+
+impl RowFinish {
+    /// Leaves every value as it is.
+    pub const NONE: RowFinish = RowFinish {
+        affine: None,
+        low: f32::NEG_INFINITY,
+        high: f32::INFINITY,
+    };
+
+    /// One value finished (the reference the vector kernels match).
+    #[inline(always)]
+    pub fn apply(&self, s: f32) -> f32 {
+        let x = match self.affine {
+            Some([shift, scale, add]) => (s + shift) * scale + add,
+            None => s,
+        };
+        let x = if x < self.low { self.low } else { x };
+        if x > self.high { self.high } else { x }
+    }
+}
+
 /// What is applied to each output tile while it is in cache, in this order: a scale and an
 /// addend (a BatchNorm or a bias), then a clamp (`max(x, low)` for ReLU, then `min(x, high)`).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -232,6 +263,38 @@ impl Epilogue {
         (self.add.is_none() && !self.clamps()).then(|| Epilogue {
             add: Some(operand),
             ..self.clone()
+        })
+    }
+
+    /// Whether no operand varies along a row and each has a value for every one of `rows` rows:
+    /// then each row's epilogue is a [`RowFinish`] ([`Epilogue::row_finish`] is never `None`).
+    pub fn fixed_along_rows(&self, rows: usize) -> bool {
+        [&self.scale, &self.add]
+            .into_iter()
+            .all(|operand| match operand {
+                None | Some(Operand::Scalar(_)) => true,
+                Some(Operand::PerRow(values)) => values.len() >= rows,
+                Some(Operand::PerColumn(_)) => false,
+            })
+    }
+
+    /// Row `row`'s epilogue, its values first plus `extra`, as one [`RowFinish`] that a kernel
+    /// applies in registers before it stores: `None` where an operand varies along the row.
+    pub fn row_finish(&self, row: usize, extra: f32) -> Option<RowFinish> {
+        let constant = |operand: &Option<Operand>, identity: f32| match operand {
+            None => Some(identity),
+            Some(Operand::Scalar(v)) => Some(*v),
+            Some(Operand::PerRow(rows)) => rows.get(row).copied(),
+            Some(Operand::PerColumn(_)) => None,
+        };
+        let (scale, add) = (constant(&self.scale, 1.0)?, constant(&self.add, 0.0)?);
+        // As `apply`: the affine map is skipped when it is the identity, except before an upper
+        // bound (where `-0.0` becomes `0.0` through it).
+        let affine = scale != 1.0 || add != 0.0 || extra != 0.0 || self.high.is_some();
+        Some(RowFinish {
+            affine: affine.then_some([extra, scale, add]),
+            low: self.low.unwrap_or(f32::NEG_INFINITY),
+            high: self.high.unwrap_or(f32::INFINITY),
         })
     }
 
@@ -423,4 +486,85 @@ fn step_after(
     } else {
         None
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rows_finish_is_its_epilogue_bit_for_bit() {
+        let per_row = |values: &[f32]| Some(Operand::PerRow(values.into()));
+        let scales = [
+            None,
+            Some(Operand::Scalar(1.0)),
+            Some(Operand::Scalar(-0.5)),
+            per_row(&[2.0, 1.0]),
+        ];
+        let adds = [
+            None,
+            Some(Operand::Scalar(0.0)),
+            Some(Operand::Scalar(0.75)),
+            per_row(&[0.0, -3.0]),
+        ];
+        let bounds = [None, Some(0.0), Some(-1.0), Some(6.0)];
+        let values = [
+            -0.0,
+            0.0,
+            1.5,
+            -2.25,
+            7.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ];
+        for scale in &scales {
+            for add in &adds {
+                for low in bounds {
+                    for high in bounds
+                        .into_iter()
+                        .filter(|h| h.is_none_or(|h| low.is_none_or(|l| l <= h)))
+                    {
+                        let epilogue = Epilogue {
+                            scale: scale.clone(),
+                            add: add.clone(),
+                            low,
+                            high,
+                        };
+                        assert!(epilogue.fixed_along_rows(2));
+                        for row in 0..2 {
+                            for extra in [0.0, -0.0, 0.5] {
+                                let mut applied = values.to_vec();
+                                let run = Run::AlongRow {
+                                    row,
+                                    first_column: 0,
+                                };
+                                epilogue.apply(&mut applied, run, extra);
+                                let finish = epilogue.row_finish(row, extra).unwrap();
+                                for (&value, &want) in values.iter().zip(&applied) {
+                                    assert_eq!(
+                                        finish.apply(value).to_bits(),
+                                        want.to_bits(),
+                                        "{epilogue:?}, row {row}, extra {extra}: {value}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // An operand that varies along a row, or one value short, has no row finish.
+        let per_column = Epilogue {
+            add: Some(Operand::PerColumn([1.0].into())),
+            ..Epilogue::default()
+        };
+        assert!(!per_column.fixed_along_rows(1));
+        assert!(per_column.row_finish(0, 0.0).is_none());
+        let short = Epilogue {
+            scale: per_row(&[2.0]),
+            ..Epilogue::default()
+        };
+        assert!(!short.fixed_along_rows(2));
+    }
 }

@@ -13,6 +13,7 @@
 //! AVX-512 (Zen 3, most desktop and laptop x86) run the same tiles on their 16 registers: 2
 //! vectors of 8 positions by 6 channels.
 
+use super::gemm_common::RowFinish;
 use tessera_core::tract_onnx::tract_core::internal::*;
 
 /// Output channels per micro-tile.
@@ -66,6 +67,18 @@ impl Kernel {
         Kernel::Portable
     }
 
+    /// Whether the kernel stores only the kept columns of padded rows ([`Destination::kept`]):
+    /// AVX-512 compresses each vector's kept lanes in a register; AVX2 has no such instruction.
+    pub fn keeps_columns(self) -> bool {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => true,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => false,
+            Kernel::Portable => true,
+        }
+    }
+
     /// Whether this CPU has the kernel's instructions.
     pub fn runs_here(self) -> bool {
         match self {
@@ -95,8 +108,19 @@ impl Kernel {
     }
 }
 
-/// `sums[j · sums_row + p] = Σ_k packed[k][j] · input[offsets[k] + p]` for channels `j` in
-/// `0..channels` and positions `p` in `0..positions`.
+/// Where [`products_to`] stores channel `j`'s (finished) sum for position `p`: at `at + j · row +
+/// p`, or with `kept = Some((width, kept))` — positions in rows of `width` of which the first
+/// `kept` are outputs, as in a zero-padded plane — only those, one after the other (position `p`
+/// at `(p / width) · kept + p % width`).
+#[derive(Clone, Copy, Debug)]
+pub struct Destination {
+    pub at: *mut f32,
+    pub row: usize,
+    pub kept: Option<(usize, usize)>,
+}
+
+/// `sums[j · sums_row + p] = finish(j)(Σ_k packed[k][j] · input[offsets[k] + p])` for channels
+/// `j` in `0..channels` and positions `p` in `0..positions`.
 ///
 /// `packed` is [`pack_weights`]'s layout for (at least) `channels` rows of depth `offsets.len()`;
 /// `input` must hold `offsets[k] + positions` values for every `k`, and the other operands
@@ -105,8 +129,8 @@ pub fn products(
     input: &[f32],
     offsets: &[usize],
     packed: &[f32],
-    channels: usize,
-    positions: usize,
+    (channels, positions): (usize, usize),
+    finish: &dyn Fn(usize) -> RowFinish,
     sums: &mut [f32],
     sums_row: usize,
 ) -> TractResult<()> {
@@ -116,31 +140,27 @@ pub fn products(
             || (sums.len() >= (channels - 1) * sums_row + positions && sums_row >= positions),
         "tap products: the sums are smaller than their geometry"
     );
+    let to = Destination {
+        at: sums.as_mut_ptr(),
+        row: sums_row,
+        kept: None,
+    };
     // SAFETY: `sums` holds the rows written (checked just above) and is borrowed mutably.
-    unsafe {
-        products_to(
-            input,
-            offsets,
-            packed,
-            (channels, positions),
-            sums.as_mut_ptr(),
-            sums_row,
-        )
-    }
+    unsafe { products_to(input, offsets, packed, (channels, positions), finish, to) }
 }
 
-/// [`products`] into rows `sums_row` apart from `sums`, which may be rows of a larger output
-/// that other threads write elsewhere in.
+/// [`products`] into `to`, which may be rows of a larger output that other threads write
+/// elsewhere in; `to.kept` only where [`Kernel::keeps_columns`] of [`Kernel::best`].
 ///
-/// SAFETY: the `channels` rows of `positions` values from `sums`, `sums_row` apart, must be
+/// SAFETY: what `to` says is written, for `channels` rows and `positions` positions, must be
 /// writable and written by no other thread meanwhile.
 pub unsafe fn products_to(
     input: &[f32],
     offsets: &[usize],
     packed: &[f32],
     (channels, positions): (usize, usize),
-    sums: *mut f32,
-    sums_row: usize,
+    finish: &dyn Fn(usize) -> RowFinish,
+    to: Destination,
 ) -> TractResult<()> {
     // SAFETY: the caller's, passed on.
     unsafe {
@@ -150,8 +170,8 @@ pub unsafe fn products_to(
             offsets,
             packed,
             (channels, positions),
-            sums,
-            sums_row,
+            finish,
+            to,
         )
     }
 }
@@ -165,8 +185,8 @@ unsafe fn products_on(
     offsets: &[usize],
     packed: &[f32],
     (channels, positions): (usize, usize),
-    sums: *mut f32,
-    sums_row: usize,
+    finish: &dyn Fn(usize) -> RowFinish,
+    to: Destination,
 ) -> TractResult<()> {
     let depth = offsets.len();
     if channels == 0 || positions == 0 {
@@ -181,16 +201,22 @@ unsafe fn products_on(
         kernel.runs_here(),
         "tap products: the {kernel:?} kernel does not run on this CPU"
     );
+    if let Some((width, kept)) = to.kept {
+        ensure!(
+            kernel.keeps_columns() && 0 < kept && kept <= width,
+            "tap products: the {kernel:?} kernel cannot keep {kept} of {width} columns"
+        );
+    }
     #[cfg(target_arch = "x86_64")]
     match kernel {
         // SAFETY (both): the CPU has the kernel's features (checked just above); `input` and
-        // `packed` sizes were checked above, `sums` is the caller's.
+        // `packed` sizes were checked above, `to` is the caller's.
         Kernel::Avx512 => {
-            unsafe { products_avx512(input, offsets, packed, channels, positions, sums, sums_row) };
+            unsafe { products_avx512(input, offsets, packed, (channels, positions), finish, to) };
             return Ok(());
         }
         Kernel::Avx2 => {
-            unsafe { products_avx2(input, offsets, packed, channels, positions, sums, sums_row) };
+            unsafe { products_avx2(input, offsets, packed, (channels, positions), finish, to) };
             return Ok(());
         }
         Kernel::Portable => {}
@@ -198,17 +224,55 @@ unsafe fn products_on(
     for j in 0..channels {
         let (block, lane) = (j / CHANNELS, j % CHANNELS);
         let weights = &packed[block * depth * CHANNELS..];
-        // SAFETY: row `j` of the sums, the caller's.
-        let row = unsafe { std::slice::from_raw_parts_mut(sums.add(j * sums_row), positions) };
-        row.fill(0.0);
-        for (k, &offset) in offsets.iter().enumerate() {
-            let w = weights[k * CHANNELS + lane];
-            row.iter_mut()
-                .zip(&input[offset..offset + positions])
-                .for_each(|(s, x)| *s += w * x);
+        let finish = finish(j);
+        for p in 0..positions {
+            let index = match to.kept {
+                None => p,
+                Some((width, kept)) if p % width < kept => p / width * kept + p % width,
+                Some(_) => continue,
+            };
+            let sum = offsets.iter().enumerate().fold(0.0, |sum, (k, &offset)| {
+                sum + weights[k * CHANNELS + lane] * input[offset + p]
+            });
+            // SAFETY: channel `j`'s value for position `p`, the caller's.
+            unsafe { *to.at.add(j * to.row + index) = finish.apply(sum) };
         }
     }
     Ok(())
+}
+
+/// The finishes of the channels of `block` (the first `rows` of them).
+fn block_finishes(
+    finish: &dyn Fn(usize) -> RowFinish,
+    block: usize,
+    rows: usize,
+) -> [RowFinish; CHANNELS] {
+    let mut finishes = [RowFinish::NONE; CHANNELS];
+    for (j, f) in finishes.iter_mut().enumerate().take(rows) {
+        *f = finish(block * CHANNELS + j);
+    }
+    finishes
+}
+
+/// Where the vector of positions `first..first + lanes` goes in `to`'s rows: the offset of its
+/// first kept value and the mask of its kept lanes.
+#[cfg(target_arch = "x86_64")]
+fn vector_store(to: &Destination, first: usize, lanes: usize) -> (usize, u16) {
+    let Some((width, kept)) = to.kept else {
+        return (first, ((1u32 << lanes) - 1) as u16);
+    };
+    let mut column = first % width;
+    let mut mask = 0u16;
+    for lane in 0..lanes {
+        if column < kept {
+            mask |= 1 << lane;
+        }
+        column += 1;
+        if column == width {
+            column = 0;
+        }
+    }
+    (first / width * kept + (first % width).min(kept), mask)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -217,38 +281,70 @@ unsafe fn products_avx512(
     input: &[f32],
     offsets: &[usize],
     packed: &[f32],
-    channels: usize,
-    positions: usize,
-    sums: *mut f32,
-    sums_row: usize,
+    (channels, positions): (usize, usize),
+    finish: &dyn Fn(usize) -> RowFinish,
+    to: Destination,
 ) {
     let depth = offsets.len();
-    for block in 0..channels.div_ceil(CHANNELS) {
+    let blocks = channels.div_ceil(CHANNELS);
+    let run_tile = |block: usize, p: usize| {
         let rows = (channels - block * CHANNELS).min(CHANNELS);
         let weights = packed[block * depth * CHANNELS..].as_ptr();
-        // SAFETY: the block's first row of the sums, the caller's.
-        let out = unsafe { sums.add(block * CHANNELS * sums_row) };
+        let finishes = block_finishes(finish, block, rows);
+        let out = Destination {
+            // SAFETY: the block's first row, the caller's.
+            at: unsafe { to.at.add(block * CHANNELS * to.row) },
+            ..to
+        };
+        let vectors = tile_vectors((positions - p).div_ceil(LANES));
+        let n = (positions - p).min(vectors * LANES);
+        let mut stores = [(0, 0); VECTORS];
+        for (v, store) in stores.iter_mut().enumerate().take(vectors) {
+            let first = p + v * LANES;
+            *store = vector_store(&out, first, (p + n - first).min(LANES));
+        }
+        let tile = Tile {
+            rows,
+            tail: n - (vectors - 1) * LANES,
+            stores: &stores,
+            finishes: &finishes,
+            out: &out,
+        };
+        // SAFETY: (for all) every load reads `input[offsets[k] + p..][..n]`, inside `input`
+        // (`reach` was checked); stores write `rows` rows of the kept positions of
+        // `p..p + n`, the caller's; `weights` holds `depth × CHANNELS` values from the block
+        // (checked).
+        unsafe {
+            let base = input.as_ptr().add(p);
+            match vectors {
+                4 => tile_kernel::<4>(base, offsets, weights, tile),
+                3 => tile_kernel::<3>(base, offsets, weights, tile),
+                2 => tile_kernel::<2>(base, offsets, weights, tile),
+                _ => tile_kernel::<1>(base, offsets, weights, tile),
+            }
+        }
+        n
+    };
+    for block in 0..blocks {
         let mut p = 0;
         while p < positions {
-            let vectors = tile_vectors((positions - p).div_ceil(LANES));
-            let n = (positions - p).min(vectors * LANES);
-            let tail = n - (vectors - 1) * LANES;
-            // SAFETY: (for all) every load reads `input[offsets[k] + p..][..n]`, inside `input`
-            // (`reach` was checked); stores write `rows` rows of `n` values from `p`, the
-            // caller's; `weights` holds `depth × CHANNELS` values from the block (checked).
-            unsafe {
-                let base = input.as_ptr().add(p);
-                let out = out.add(p);
-                match vectors {
-                    4 => tile_kernel::<4>(base, offsets, weights, out, sums_row, rows, tail),
-                    3 => tile_kernel::<3>(base, offsets, weights, out, sums_row, rows, tail),
-                    2 => tile_kernel::<2>(base, offsets, weights, out, sums_row, rows, tail),
-                    _ => tile_kernel::<1>(base, offsets, weights, out, sums_row, rows, tail),
-                }
-            }
-            p += n;
+            p += run_tile(block, p);
         }
     }
+}
+
+/// How a micro-tile stores its sums: `rows` channels of `out`, each vector `v` of positions
+/// finished by its channel's finish and stored under `stores[v]` = (offset in the row, mask of
+/// kept lanes), compressed to consecutive values when `out` keeps columns. The last vector holds
+/// `tail` positions (1 to 16).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct Tile<'a> {
+    rows: usize,
+    tail: usize,
+    stores: &'a [(usize, u16); VECTORS],
+    finishes: &'a [RowFinish; CHANNELS],
+    out: &'a Destination,
 }
 
 #[cfg(any(target_arch = "x86_64", test))]
@@ -263,8 +359,9 @@ fn tile_vectors(left: usize) -> usize {
     }
 }
 
-/// One micro-tile: `V` vectors of positions (the last holding `tail` of 16) by [`CHANNELS`]
-/// channels (the first `rows` stored), summed over every `k` in registers.
+/// One micro-tile: `V` vectors of positions by [`CHANNELS`] channels, summed over every `k` in
+/// registers (the last vector's lanes past the positions not loaded: they may lie past the
+/// input), then finished and stored as `tile` says.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
@@ -274,17 +371,11 @@ unsafe fn tile_kernel<const V: usize>(
     input: *const f32,
     offsets: &[usize],
     weights: *const f32,
-    out: *mut f32,
-    out_row: usize,
-    rows: usize,
-    tail: usize,
+    tile: Tile,
 ) {
     use std::arch::x86_64::*;
-    let mask: __mmask16 = if tail >= LANES {
-        0xffff
-    } else {
-        (1u16 << tail) - 1
-    };
+    // The last vector's lanes that lie inside the positions.
+    let last_lanes = ((1u32 << tile.tail) - 1) as __mmask16;
     let mut acc = [[_mm512_setzero_ps(); CHANNELS]; V];
     for (k, &offset) in offsets.iter().enumerate() {
         // SAFETY: the caller's: tap `k`'s `V` vectors (the last masked) lie inside the input,
@@ -299,7 +390,7 @@ unsafe fn tile_kernel<const V: usize>(
             let mut x = [_mm512_setzero_ps(); V];
             for (v, x) in x.iter_mut().enumerate() {
                 *x = if v + 1 == V {
-                    _mm512_maskz_loadu_ps(mask, a.add(v * LANES))
+                    _mm512_maskz_loadu_ps(last_lanes, a.add(v * LANES))
                 } else {
                     _mm512_loadu_ps(a.add(v * LANES))
                 };
@@ -313,15 +404,31 @@ unsafe fn tile_kernel<const V: usize>(
             }
         }
     }
-    for j in 0..rows {
+    let compress = tile.out.kept.is_some();
+    for j in 0..tile.rows {
+        let finish = tile.finishes[j];
+        let (low, high) = (_mm512_set1_ps(finish.low), _mm512_set1_ps(finish.high));
+        let affine = finish
+            .affine
+            .map(|[shift, scale, add]| [shift, scale, add].map(|v| _mm512_set1_ps(v)));
         for v in 0..V {
-            // SAFETY: the caller's: row `j`'s `V` vectors (the last masked) lie inside `out`.
+            let mut x = acc[v][j];
+            // Not fused into FMAs: the same roundings as `RowFinish::apply`.
+            if let Some([shift, scale, add]) = affine {
+                x = _mm512_add_ps(_mm512_mul_ps(_mm512_add_ps(x, shift), scale), add);
+            }
+            // `max(low, x)` keeps `x` unless `low > x`: a NaN stays, as in `RowFinish::apply`.
+            x = _mm512_min_ps(high, _mm512_max_ps(low, x));
+            let (first, mask) = tile.stores[v];
+            // SAFETY: the caller's: row `j`'s kept values of vector `v` lie inside `out` from
+            // `first`.
             unsafe {
-                let at = out.add(j * out_row + v * LANES);
-                if v + 1 == V {
-                    _mm512_mask_storeu_ps(at, mask, acc[v][j]);
+                let at = tile.out.at.add(j * tile.out.row + first);
+                if compress {
+                    let kept = ((1u32 << mask.count_ones()) - 1) as u16;
+                    _mm512_mask_storeu_ps(at, kept, _mm512_maskz_compress_ps(mask, x));
                 } else {
-                    _mm512_storeu_ps(at, acc[v][j]);
+                    _mm512_mask_storeu_ps(at, mask, x);
                 }
             }
         }
@@ -340,17 +447,19 @@ unsafe fn products_avx2(
     input: &[f32],
     offsets: &[usize],
     packed: &[f32],
-    channels: usize,
-    positions: usize,
-    sums: *mut f32,
-    sums_row: usize,
+    (channels, positions): (usize, usize),
+    finish: &dyn Fn(usize) -> RowFinish,
+    to: Destination,
 ) {
     let depth = offsets.len();
+    let sums_row = to.row;
     for block in 0..channels.div_ceil(CHANNELS) {
         let rows = (channels - block * CHANNELS).min(CHANNELS);
         let weights = packed[block * depth * CHANNELS..].as_ptr();
+        let finishes = block_finishes(finish, block, rows);
+        let finishes = &finishes;
         // SAFETY: the block's first row of the sums, the caller's.
-        let out = unsafe { sums.add(block * CHANNELS * sums_row) };
+        let out = unsafe { to.at.add(block * CHANNELS * sums_row) };
         let mut p = 0;
         while p < positions {
             let n = (positions - p).min(2 * AVX2_LANES);
@@ -360,20 +469,18 @@ unsafe fn products_avx2(
             // caller's; `weights` holds `depth × CHANNELS` values from the block (checked).
             unsafe {
                 let base = input.as_ptr().add(p);
-                let out = out.add(p);
+                let tile = Avx2Tile {
+                    out: out.add(p),
+                    out_row: sums_row,
+                    finishes,
+                    rows,
+                    tail,
+                };
                 match (n > AVX2_LANES, tail == AVX2_LANES) {
-                    (true, true) => tile_kernel_avx2::<2, false>(
-                        base, offsets, weights, out, sums_row, rows, tail,
-                    ),
-                    (true, false) => tile_kernel_avx2::<2, true>(
-                        base, offsets, weights, out, sums_row, rows, tail,
-                    ),
-                    (false, true) => tile_kernel_avx2::<1, false>(
-                        base, offsets, weights, out, sums_row, rows, tail,
-                    ),
-                    (false, false) => tile_kernel_avx2::<1, true>(
-                        base, offsets, weights, out, sums_row, rows, tail,
-                    ),
+                    (true, true) => tile_kernel_avx2::<2, false>(base, offsets, weights, tile),
+                    (true, false) => tile_kernel_avx2::<2, true>(base, offsets, weights, tile),
+                    (false, true) => tile_kernel_avx2::<1, false>(base, offsets, weights, tile),
+                    (false, false) => tile_kernel_avx2::<1, true>(base, offsets, weights, tile),
                 }
             }
             p += n;
@@ -381,8 +488,21 @@ unsafe fn products_avx2(
     }
 }
 
-/// One AVX2 micro-tile: `V` vectors of 8 positions (the last holding `tail` of them, loaded and
-/// stored under a mask when `MASKED`) by [`CHANNELS`] channels (the first `rows` stored).
+/// Where an AVX2 micro-tile stores: `rows` rows of `out`, `out_row` apart, each finished by its
+/// channel's finish; the last vector holds `tail` positions.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct Avx2Tile<'a> {
+    out: *mut f32,
+    out_row: usize,
+    finishes: &'a [RowFinish; CHANNELS],
+    rows: usize,
+    tail: usize,
+}
+
+/// One AVX2 micro-tile: `V` vectors of 8 positions (the last holding `tile.tail` of them, loaded
+/// and stored under a mask when `MASKED`) by [`CHANNELS`] channels (the first `tile.rows`
+/// stored).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
@@ -391,11 +511,15 @@ unsafe fn tile_kernel_avx2<const V: usize, const MASKED: bool>(
     input: *const f32,
     offsets: &[usize],
     weights: *const f32,
-    out: *mut f32,
-    out_row: usize,
-    rows: usize,
-    tail: usize,
+    tile: Avx2Tile,
 ) {
+    let Avx2Tile {
+        out,
+        out_row,
+        finishes,
+        rows,
+        tail,
+    } = tile;
     use std::arch::x86_64::*;
     // Lanes below `tail` on: a window of eight into eight -1s followed by eight 0s.
     const ONES_THEN_ZEROS: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
@@ -430,15 +554,26 @@ unsafe fn tile_kernel_avx2<const V: usize, const MASKED: bool>(
         }
     }
     for j in 0..rows {
+        let finish = finishes[j];
+        let (low, high) = (_mm256_set1_ps(finish.low), _mm256_set1_ps(finish.high));
+        let affine = finish
+            .affine
+            .map(|[shift, scale, add]| [shift, scale, add].map(|v| _mm256_set1_ps(v)));
         for v in 0..V {
+            let mut x = acc[v][j];
+            // As the AVX-512 kernel's finish: `RowFinish::apply`'s roundings and NaNs.
+            if let Some([shift, scale, add]) = affine {
+                x = _mm256_add_ps(_mm256_mul_ps(_mm256_add_ps(x, shift), scale), add);
+            }
+            x = _mm256_min_ps(high, _mm256_max_ps(low, x));
             // SAFETY: the caller's: row `j`'s `V` vectors (the last masked when `MASKED`) lie
             // inside `out`.
             unsafe {
                 let at = out.add(j * out_row + v * AVX2_LANES);
                 if MASKED && v + 1 == V {
-                    _mm256_maskstore_ps(at, mask, acc[v][j]);
+                    _mm256_maskstore_ps(at, mask, x);
                 } else {
-                    _mm256_storeu_ps(at, acc[v][j]);
+                    _mm256_storeu_ps(at, x);
                 }
             }
         }
@@ -464,6 +599,38 @@ mod tests {
         }
     }
 
+    /// [`products_on`] into `channels` rows of `row` NaNs, returned.
+    fn run(
+        kernel: Kernel,
+        input: &[f32],
+        offsets: &[usize],
+        packed: &[f32],
+        (channels, positions): (usize, usize),
+        finish: &dyn Fn(usize) -> RowFinish,
+        (row, kept): (usize, Option<(usize, usize)>),
+    ) -> Vec<f32> {
+        let mut sums = vec![f32::NAN; channels * row];
+        let to = Destination {
+            at: sums.as_mut_ptr(),
+            row,
+            kept,
+        };
+        // SAFETY: `sums` holds `channels` rows of `row` values, at least what `to` keeps.
+        unsafe {
+            products_on(
+                kernel,
+                input,
+                offsets,
+                packed,
+                (channels, positions),
+                finish,
+                to,
+            )
+        }
+        .unwrap();
+        sums
+    }
+
     #[test]
     fn products_match_the_definition_for_every_tile_shape_on_every_kernel_of_this_cpu() {
         let depth_offsets: Vec<usize> = (0..13).map(|k| (k * 37) % 50 + k).collect();
@@ -475,42 +642,132 @@ mod tests {
                         .map(|i| ((i * 7 % 11) as f32) * 0.5 - 2.0)
                         .collect();
                     let packed = pack_weights(&weights, channels, depth_offsets.len());
-                    let sums_row = positions + 3;
-                    let mut sums = vec![f32::NAN; channels * sums_row];
-                    // SAFETY: `sums` holds `channels` rows of `sums_row >= positions` values.
-                    unsafe {
-                        products_on(
-                            kernel,
-                            &input,
-                            &depth_offsets,
-                            &packed,
-                            (channels, positions),
-                            sums.as_mut_ptr(),
-                            sums_row,
-                        )
-                    }
-                    .unwrap();
+                    let expected = |j: usize, p: usize| -> f32 {
+                        depth_offsets
+                            .iter()
+                            .enumerate()
+                            .map(|(k, &o)| weights[j * depth_offsets.len() + k] * input[o + p])
+                            .sum()
+                    };
+                    let near = |got: f32, expected: f32| {
+                        (got - expected).abs() <= 1e-4 * expected.abs().max(1.0)
+                    };
+                    let what = format!("{kernel:?}, {channels} channels, {positions} positions");
+                    let geometry = (channels, positions);
+                    let none = |_: usize| RowFinish::NONE;
+                    // Rows of every position, 3 apart past the last.
+                    let row = positions + 3;
+                    let sums = run(
+                        kernel,
+                        &input,
+                        &depth_offsets,
+                        &packed,
+                        geometry,
+                        &none,
+                        (row, None),
+                    );
                     for j in 0..channels {
                         for p in 0..positions {
-                            let expected: f32 = depth_offsets
-                                .iter()
-                                .enumerate()
-                                .map(|(k, &o)| weights[j * depth_offsets.len() + k] * input[o + p])
-                                .sum();
-                            let got = sums[j * sums_row + p];
-                            assert!(
-                                (got - expected).abs() <= 1e-4 * expected.abs().max(1.0),
-                                "{kernel:?}, {channels} channels, {positions} positions: [{j}][{p}] {got} vs {expected}"
-                            );
+                            let got = sums[j * row + p];
+                            assert!(near(got, expected(j, p)), "{what}: [{j}][{p}] {got}");
                         }
                         // Masked stores end at the row's last position.
                         assert!(
-                            sums[j * sums_row + positions..][..3]
-                                .iter()
-                                .all(|s| s.is_nan()),
-                            "{kernel:?}, {channels} channels, {positions} positions: row {j} written past its end"
+                            sums[j * row + positions..][..3].iter().all(|s| s.is_nan()),
+                            "{what}: row {j} written past its end"
                         );
                     }
+                    if !kernel.keeps_columns() {
+                        continue;
+                    }
+                    // Padded rows: only the first `kept` of each `width` stored, one after the other.
+                    for (width, kept) in [(1, 1), (4, 3), (7, 5), (15, 13), (16, 16), (18, 16)] {
+                        let outputs = positions / width * kept + (positions % width).min(kept);
+                        let row = outputs + 2;
+                        let to = (row, Some((width, kept)));
+                        let sums =
+                            run(kernel, &input, &depth_offsets, &packed, geometry, &none, to);
+                        for j in 0..channels {
+                            let stored = (0..positions).filter(|p| p % width < kept);
+                            for (index, p) in stored.enumerate() {
+                                let got = sums[j * row + index];
+                                assert!(
+                                    near(got, expected(j, p)),
+                                    "{what}, {kept} of {width}: [{j}][{p}] at {index}: {got}"
+                                );
+                            }
+                            assert!(
+                                sums[j * row + outputs..][..2].iter().all(|s| s.is_nan()),
+                                "{what}, {kept} of {width}: row {j} written past its end"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn finished_products_are_the_finish_of_the_products_bit_for_bit_on_every_kernel() {
+        let offsets: Vec<usize> = (0..9).map(|k| k * 5).collect();
+        // Sums of both signs, zeros and a NaN among them.
+        let mut input: Vec<f32> = (0..200)
+            .map(|i| ((i * 13 % 17) as f32) * 0.37 - 3.0)
+            .collect();
+        input[61] = f32::NAN;
+        let finishes = [
+            RowFinish::NONE,
+            RowFinish {
+                affine: Some([0.25, 1.5, -0.75]),
+                low: 0.0,
+                high: f32::INFINITY,
+            },
+            RowFinish {
+                affine: Some([0.0, 1.0, 0.0]),
+                low: 0.0,
+                high: 6.0,
+            },
+            RowFinish {
+                affine: None,
+                low: -1.0,
+                high: f32::INFINITY,
+            },
+            RowFinish {
+                affine: Some([-0.5, -2.0, 0.125]),
+                low: f32::NEG_INFINITY,
+                high: f32::INFINITY,
+            },
+            RowFinish {
+                affine: Some([1.0, 0.5, 0.0]),
+                low: -2.0,
+                high: 2.0,
+            },
+            RowFinish {
+                affine: None,
+                low: f32::NEG_INFINITY,
+                high: 0.5,
+            },
+        ];
+        let channels = finishes.len();
+        let weights: Vec<f32> = (0..channels * offsets.len())
+            .map(|i| ((i * 7 % 11) as f32) * 0.25 - 1.25)
+            .collect();
+        let packed = pack_weights(&weights, channels, offsets.len());
+        for kernel in Kernel::on_this_cpu() {
+            for positions in [1, 16, 37, 64, 100] {
+                let geometry = (channels, positions);
+                let none = |_: usize| RowFinish::NONE;
+                let finish = |j: usize| finishes[j];
+                let to = (positions, None);
+                let plain = run(kernel, &input, &offsets, &packed, geometry, &none, to);
+                let finished = run(kernel, &input, &offsets, &packed, geometry, &finish, to);
+                for (i, (&sum, &got)) in plain.iter().zip(&finished).enumerate() {
+                    let want = finishes[i / positions].apply(sum);
+                    assert_eq!(
+                        got.to_bits(),
+                        want.to_bits(),
+                        "{kernel:?}, {positions} positions, value {i}: {got} against {want} (sum {sum})"
+                    );
                 }
             }
         }
