@@ -267,7 +267,7 @@ impl<T> SharedSlice<T> {
 #[cfg_attr(target_family = "wasm", allow(dead_code))]
 pub fn parts_for_balance(tasks: usize) -> usize {
     let threads = threads();
-    if threads <= 1 || tasks % threads == 0 || tasks >= 8 * threads {
+    if threads <= 1 || tasks.is_multiple_of(threads) || tasks >= 8 * threads {
         1
     } else {
         threads

@@ -163,13 +163,13 @@ fn node_checks(node: &pb::NodeProto) -> Result<Vec<Check>, String> {
             axis: int(node, "axis", 1),
             extra: 1,
         }),
-        "ArgMax" | "ArgMin" | "Softmax" | "LogSoftmax" | "Hardmax" => {
-            if attribute(node, "axis").is_some() {
-                checks.push(Check::Axis {
-                    axis: int(node, "axis", 0),
-                    extra: 0,
-                });
-            }
+        "ArgMax" | "ArgMin" | "Softmax" | "LogSoftmax" | "Hardmax"
+            if attribute(node, "axis").is_some() =>
+        {
+            checks.push(Check::Axis {
+                axis: int(node, "axis", 0),
+                extra: 0,
+            })
         }
         "Unsqueeze" | "Squeeze" => checks.push(Check::Axes {
             attribute: ints(node, "axes"),

@@ -5,13 +5,15 @@
 use crate::error::UnsupportedOp;
 use tract_onnx::pb::{self, AttributeProto, GraphProto, NodeProto, TensorProto};
 
+/// What [`rewrite_graph`] asks of each node: `Some(Ok(nodes))` to replace it, `Some(Err(reason))`
+/// to keep and report it, `None` to keep it.
+pub type Rewrite<'a> =
+    dyn FnMut(&NodeProto, &Initializers) -> Option<Result<Vec<NodeProto>, String>> + 'a;
+
 /// Replaces, in `graph` and every subgraph, each node for which `rewrite` returns
 /// `Some(Ok(nodes))` by those nodes. `Some(Err(reason))` keeps the node and reports it; `None`
 /// keeps it silently. `rewrite` also sees the dims of the graph's initializers.
-pub fn rewrite_graph(
-    graph: &mut GraphProto,
-    rewrite: &mut dyn FnMut(&NodeProto, &Initializers) -> Option<Result<Vec<NodeProto>, String>>,
-) -> Vec<UnsupportedOp> {
+pub fn rewrite_graph(graph: &mut GraphProto, rewrite: &mut Rewrite<'_>) -> Vec<UnsupportedOp> {
     let mut refused = vec![];
     walk(graph, rewrite, &mut refused);
     refused
@@ -29,11 +31,7 @@ impl Initializers {
     }
 }
 
-fn walk(
-    graph: &mut GraphProto,
-    rewrite: &mut dyn FnMut(&NodeProto, &Initializers) -> Option<Result<Vec<NodeProto>, String>>,
-    refused: &mut Vec<UnsupportedOp>,
-) {
+fn walk(graph: &mut GraphProto, rewrite: &mut Rewrite<'_>, refused: &mut Vec<UnsupportedOp>) {
     let initializers = Initializers(
         graph
             .initializer

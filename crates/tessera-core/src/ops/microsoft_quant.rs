@@ -185,7 +185,7 @@ fn rewrite(
                 .map(|a| a.i)
                 .ok_or("the axis attribute is required")?;
             let triples = node.input.len().saturating_sub(2);
-            if triples == 0 || triples % 3 != 0 {
+            if triples == 0 || !triples.is_multiple_of(3) {
                 return Err(format!(
                     "expected (X, X_scale, X_zero_point) triples after Y_scale and \
                          Y_zero_point, got {triples} more inputs"

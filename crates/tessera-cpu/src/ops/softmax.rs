@@ -87,8 +87,8 @@ fn softmax_row(row: &mut [f32]) {
         }
     }
     let mut sum = 0f32;
-    for lane in 0..LANES {
-        sum += sums[lane];
+    for lane_sum in sums {
+        sum += lane_sum;
     }
     for x in &mut row[groups..] {
         *x = exp_of_shifted(*x - max);
