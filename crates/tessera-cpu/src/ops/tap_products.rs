@@ -261,17 +261,16 @@ fn vector_store(to: &Destination, first: usize, lanes: usize) -> (usize, u16) {
     let Some((width, kept)) = to.kept else {
         return (first, ((1u32 << lanes) - 1) as u16);
     };
-    let mut column = first % width;
-    let mut mask = 0u16;
-    for lane in 0..lanes {
-        if column < kept {
-            mask |= 1 << lane;
-        }
-        column += 1;
-        if column == width {
-            column = 0;
-        }
+    // Row by row: the row under lane 0 starts `first % width` lanes before it, and each row's
+    // first `kept` columns are kept.
+    let lanes_below = |lane: isize| -> u32 { (1u32 << lane.clamp(0, lanes as isize)) - 1 };
+    let mut mask = 0u32;
+    let mut row_start = -((first % width) as isize);
+    while row_start < lanes as isize {
+        mask |= lanes_below(row_start + kept as isize) & !lanes_below(row_start);
+        row_start += width as isize;
     }
+    let mask = mask as u16;
     (first / width * kept + (first % width).min(kept), mask)
 }
 
