@@ -13,7 +13,7 @@
 //! them, pieces are the pool's tasks, and the loops are ones LLVM vectorizes.
 
 use super::quantize_linear::Quantized;
-use super::{FastQuantizeDequantize, FastQuantizeLinear};
+use super::{FastDequantizeLinear, FastQuantizeDequantize, FastQuantizeLinear};
 use crate::parallel::par_chunks_mut;
 use crate::simd::{self, InPlace, SelectOperand};
 use tessera_core::tract_onnx::prelude::*;
@@ -33,6 +33,9 @@ pub enum Share {
     PerBlock,
     /// A row `a` reads in lock-step, again and again: `a[j]` takes `b[j % b.len()]`.
     Row,
+    /// The chain's own input, dequantized ([`FastBinChain::dequantize`]), at the same positions:
+    /// the accumulator's first values (a QDQ hard-swish's `x · relu6(x + 3)`).
+    Input,
 }
 
 /// What a step does to each accumulator value `x` with its operand value `b`.
@@ -74,6 +77,8 @@ pub struct FastBinChain {
     /// Then each value quantized, the chain's output of that 8-bit type
     /// ([`fold_quantizations`]).
     pub quantize: Option<FastQuantizeLinear>,
+    /// The accumulator is 8-bit, each piece dequantized first ([`fold_dequantizations`]).
+    pub dequantize: Option<FastDequantizeLinear>,
 }
 
 /// Pieces of the accumulator shorter than this do not vectorize well: such chains stay with
@@ -121,6 +126,7 @@ impl FastBinChain {
             steps,
             round_trips: vec![],
             quantize: None,
+            dequantize: None,
         };
         let (a, operands) = shapes.split_first()?;
         let a_len: usize = a.iter().product();
@@ -141,7 +147,7 @@ impl FastBinChain {
             }
             unit = unit.gcd(&match share {
                 Share::PerBlock => a_len / b_len,
-                Share::Row => b_len,
+                Share::Row | Share::Input => b_len,
             });
         }
         Some(unit)
@@ -149,23 +155,20 @@ impl FastBinChain {
 
     /// `output` = `a` with each step applied in order, step `i` taking `operands[i]` as its
     /// share says.
+    #[cfg(test)]
     pub fn compute(&self, a: &[f32], operands: &[&[f32]], output: &mut [f32]) -> TractResult<()> {
-        ensure!(
-            output.len() == a.len(),
-            "the chain's output has its input's size"
-        );
-        self.run(Some(a), operands, output)
+        self.run(Source::F32(a), operands, output)
     }
 
     /// [`Self::compute`] with `a`'s values in `output` already (the accumulator updated in place).
     pub fn compute_in_place(&self, operands: &[&[f32]], output: &mut [f32]) -> TractResult<()> {
-        self.run(None, operands, output)
+        self.run(Source::InPlace, operands, output)
     }
 
-    /// `output` = `a` (or, with `None`, `output` itself) with each step applied.
-    fn run(&self, a: Option<&[f32]>, operands: &[&[f32]], output: &mut [f32]) -> TractResult<()> {
+    /// `output` = the accumulator `a` (or `output` itself) with each step applied.
+    fn run(&self, a: Source, operands: &[&[f32]], output: &mut [f32]) -> TractResult<()> {
         let total = output.len();
-        let Some(unit) = self.piece_unit(operands, total)? else {
+        let Some(unit) = self.checked_unit(a, operands, total)? else {
             return Ok(());
         };
         // Tasks are ranges of elements (a block can be the whole tensor: scalar operands), each
@@ -174,15 +177,17 @@ impl FastBinChain {
             crate::simd::widest(
                 #[inline(always)]
                 || {
+                    let mut kept = self.reads_input().then_some([0.0f32; PIECE]);
+                    let initial: &mut [f32] = kept.as_mut().map_or(&mut [], |k| &mut k[..]);
                     let mut done = 0;
                     while done < chunk.len() {
                         let at = start + done;
                         let len = piece_len(at, unit, chunk.len() - done);
                         let out = &mut chunk[done..][..len];
-                        if let Some(a) = a {
-                            out.copy_from_slice(&a[at..][..len]);
-                        }
-                        self.apply_steps(operands, total, at, out);
+                        let kept_len = len.min(initial.len());
+                        let initial = &mut initial[..kept_len];
+                        self.load(a, at, out, initial);
+                        self.apply_steps(operands, total, at, out, initial);
                         done += len;
                     }
                 },
@@ -191,35 +196,39 @@ impl FastBinChain {
         })
     }
 
-    /// `output` = `a` with each step applied, quantized by `quantize`: each piece computed in a
-    /// buffer on the stack, then written as 8-bit values.
+    /// `output` = the accumulator `a` with each step applied, quantized by `quantize`: each
+    /// piece computed in a buffer on the stack, then written as 8-bit values.
     fn run_quantized<T: Quantized + Send>(
         &self,
         quantize: &FastQuantizeLinear,
-        a: &[f32],
+        a: Source,
         operands: &[&[f32]],
         output: &mut [T],
     ) -> TractResult<()> {
-        ensure!(
-            output.len() == a.len(),
-            "the chain's output has its input's size"
-        );
         let total = output.len();
-        let Some(unit) = self.piece_unit(operands, total)? else {
+        let Some(unit) = self.checked_unit(a, operands, total)? else {
             return Ok(());
         };
+        ensure!(
+            !matches!(a, Source::InPlace),
+            "a quantizing chain reads its accumulator"
+        );
         par_chunks_mut(output, 1, self.work(total), |start, chunk| {
             crate::simd::widest(
                 #[inline(always)]
                 || {
                     let mut piece = [0.0f32; PIECE];
+                    let mut kept = self.reads_input().then_some([0.0f32; PIECE]);
+                    let initial: &mut [f32] = kept.as_mut().map_or(&mut [], |k| &mut k[..]);
                     let mut done = 0;
                     while done < chunk.len() {
                         let at = start + done;
                         let len = piece_len(at, unit, chunk.len() - done);
                         let values = &mut piece[..len];
-                        values.copy_from_slice(&a[at..][..len]);
-                        self.apply_steps(operands, total, at, values);
+                        let kept_len = len.min(initial.len());
+                        let initial = &mut initial[..kept_len];
+                        self.load(a, at, values, initial);
+                        self.apply_steps(operands, total, at, values, initial);
                         quantize.quantize_values(values, &mut chunk[done..][..len]);
                         done += len;
                     }
@@ -229,6 +238,54 @@ impl FastBinChain {
         })
     }
 
+    /// The accumulator's values `at..at + out.len()` into `out` (as they are, or dequantized),
+    /// and into `initial` too where a step reads them ([`Share::Input`]).
+    #[inline(always)]
+    fn load(&self, a: Source, at: usize, out: &mut [f32], initial: &mut [f32]) {
+        let len = out.len();
+        match (a, &self.dequantize) {
+            (Source::InPlace, _) => {}
+            (Source::F32(a), _) => out.copy_from_slice(&a[at..][..len]),
+            (Source::U8(a), Some(dequantize)) => dequantize.dequantize_values(&a[at..][..len], out),
+            (Source::I8(a), Some(dequantize)) => dequantize.dequantize_values(&a[at..][..len], out),
+            // Refused by `checked_unit`.
+            (Source::U8(_) | Source::I8(_), None) => {}
+        }
+        if self.reads_input() {
+            initial.copy_from_slice(out);
+        }
+    }
+
+    /// Whether a step reads the accumulator's first values ([`Share::Input`]).
+    fn reads_input(&self) -> bool {
+        self.steps.iter().any(|&(_, share)| share == Share::Input)
+    }
+
+    /// [`Self::piece_unit`] after checking that the accumulator `a` is what the chain reads: as
+    /// long as the output, 8-bit exactly when the chain dequantizes it, and its own values
+    /// where a step reads them.
+    fn checked_unit(
+        &self,
+        a: Source,
+        operands: &[&[f32]],
+        total: usize,
+    ) -> TractResult<Option<usize>> {
+        let eight_bit = matches!(a, Source::U8(_) | Source::I8(_));
+        ensure!(
+            eight_bit == self.dequantize.is_some(),
+            "a chain dequantizes exactly its 8-bit accumulator"
+        );
+        ensure!(
+            a.len().is_none_or(|len| len == total),
+            "the chain's output has its input's size"
+        );
+        ensure!(
+            self.dequantize.is_some() || !self.reads_input(),
+            "only a dequantizing chain reads its own input as an operand"
+        );
+        self.piece_unit(operands, total)
+    }
+
     /// The unit pieces end on ([`Self::unit`]) for an accumulator of `total` values, checked
     /// against the operands; None when there is nothing to compute.
     fn piece_unit(&self, operands: &[&[f32]], total: usize) -> TractResult<Option<usize>> {
@@ -236,7 +293,15 @@ impl FastBinChain {
         if total == 0 {
             return Ok(None);
         }
-        let lens: Vec<usize> = operands.iter().map(|b| b.len()).collect();
+        let lens: Vec<usize> = (self.steps.iter().zip(operands))
+            .map(|(&(_, share), b)| {
+                if share == Share::Input {
+                    total
+                } else {
+                    b.len()
+                }
+            })
+            .collect();
         match self.unit(total, &lens) {
             Some(unit) => Ok(Some(unit)),
             None => {
@@ -250,15 +315,24 @@ impl FastBinChain {
         total * (self.steps.len() + self.round_trips.len() + usize::from(self.quantize.is_some()))
     }
 
-    /// Every step and pair, in order, on `out`: the accumulator's values `at..at + out.len()`.
+    /// Every step and pair, in order, on `out`: the accumulator's values `at..at + out.len()`,
+    /// whose first values are `initial` (read where [`Share::Input`]).
     #[inline(always)]
-    fn apply_steps(&self, operands: &[&[f32]], total: usize, at: usize, out: &mut [f32]) {
+    fn apply_steps(
+        &self,
+        operands: &[&[f32]],
+        total: usize,
+        at: usize,
+        out: &mut [f32],
+        initial: &[f32],
+    ) {
         let len = out.len();
         for (i, (&(op, share), b)) in self.steps.iter().zip(operands).enumerate() {
             self.round_trip_after(i, out);
             match share {
                 Share::PerBlock => apply(op, out, b[at / (total / b.len())]),
                 Share::Row => apply_row(op, out, &b[at % b.len()..][..len]),
+                Share::Input => apply_row(op, out, initial),
             }
         }
         self.round_trip_after(self.steps.len(), out);
@@ -291,7 +365,8 @@ impl FastBinChain {
         total: usize,
         operand_lens: &[usize],
     ) -> Option<FastBinChain> {
-        if self.quantize.is_some() {
+        // `next` would dequantize or read an accumulator that is no longer its input.
+        if self.quantize.is_some() || next.dequantize.is_some() || next.reads_input() {
             return None;
         }
         let shift = self.steps.len();
@@ -305,6 +380,7 @@ impl FastBinChain {
                 )
                 .collect(),
             quantize: next.quantize.clone(),
+            dequantize: self.dequantize.clone(),
         };
         (operand_lens.len() == joined.steps.len()
             && joined
@@ -501,6 +577,89 @@ pub fn fold_quantizations(model: &mut TypedModel) -> TractResult<usize> {
     )
 }
 
+/// Folds each dequantization of 8-bit values ([`FastDequantizeLinear`]) that only one chain reads
+/// — as its accumulator, and maybe as operands of its steps too — into that chain, which then
+/// reads the 8-bit values and dequantizes each piece while it is in L1: the f32 tensor is never
+/// written out and read back (a QDQ model dequantizes each quantized convolution's output for
+/// the element-wise ops after it: ppocrv4_rec's QDQ variant ran 55 dequantizations, 2 ms per
+/// run, as passes of their own). Returns how many.
+pub fn fold_dequantizations(model: &mut TypedModel) -> TractResult<usize> {
+    let outputs = model.output_outlets()?.to_vec();
+    let mut found = vec![];
+    for node in model.nodes() {
+        let Some(chain) = node.op_as::<FastBinChain>() else {
+            continue;
+        };
+        let Some(&accumulator) = node.inputs.first() else {
+            continue;
+        };
+        let producer = model.node(accumulator.node);
+        let (Some(dequantize), [source]) =
+            (producer.op_as::<FastDequantizeLinear>(), &*producer.inputs)
+        else {
+            continue;
+        };
+        let eight_bit = [u8::datum_type(), i8::datum_type()];
+        let [output] = &*producer.outputs else {
+            continue;
+        };
+        if chain.dequantize.is_some()
+            || !eight_bit.contains(&model.outlet_fact(*source)?.datum_type)
+            || outputs.contains(&accumulator)
+            || output.successors.iter().any(|inlet| inlet.node != node.id)
+        {
+            continue;
+        }
+        // The steps that read the dequantized tensor as their operand read the piece instead.
+        let mut folded = FastBinChain {
+            dequantize: Some(dequantize.clone()),
+            ..chain.clone()
+        };
+        let operand_steps = output
+            .successors
+            .iter()
+            .filter_map(|inlet| inlet.slot.checked_sub(1));
+        let mut readable = true;
+        for step in operand_steps {
+            match folded.steps.get_mut(step) {
+                Some((_, share @ Share::Row)) => *share = Share::Input,
+                _ => readable = false,
+            }
+        }
+        if readable {
+            found.push((node.id, producer.id, folded));
+        }
+    }
+    let mut count = 0;
+    for (chain, dequantization, folded) in found {
+        // Read now: an earlier fold may have replaced the node that made it.
+        let Some(&source) = model.node(dequantization).inputs.first() else {
+            continue;
+        };
+        let inputs: Vec<OutletId> = (model.node(chain).inputs.iter())
+            .map(|&input| {
+                if input.node == dequantization {
+                    source
+                } else {
+                    input
+                }
+            })
+            .collect();
+        wire_chain_in_place_of(
+            model,
+            chain,
+            folded,
+            &inputs,
+            "dequantization folded into a chain",
+        )?;
+        count += 1;
+    }
+    if count > 0 {
+        model.compact()?;
+    }
+    Ok(count)
+}
+
 /// Replaces each node of op `R` that is the only reader of a chain, and its only input, by the
 /// chain `fold` makes of the two (on the chain's inputs). Returns how many.
 fn fold_into_chains<R: Op>(
@@ -683,6 +842,27 @@ fn merge_at(model: &TypedModel, id: usize) -> TractResult<Option<Merge>> {
     Ok(None)
 }
 
+/// Where a chain's accumulator values come from.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    /// The output holds them already.
+    InPlace,
+    F32(&'a [f32]),
+    U8(&'a [u8]),
+    I8(&'a [i8]),
+}
+
+impl Source<'_> {
+    fn len(&self) -> Option<usize> {
+        match self {
+            Source::InPlace => None,
+            Source::F32(a) => Some(a.len()),
+            Source::U8(a) => Some(a.len()),
+            Source::I8(a) => Some(a.len()),
+        }
+    }
+}
+
 /// Elements a chain applies its steps to at a time (16 KiB: stays in L1 across the steps).
 const PIECE: usize = 4096;
 
@@ -728,6 +908,10 @@ impl Op for FastBinChain {
             .chain(pairs_after(self.steps.len()))
             .chain(self.quantize.as_ref().map(|_| "Quantize".to_string()))
             .collect();
+        let names = (self.dequantize.as_ref().map(|_| "Dequantize".to_string()))
+            .into_iter()
+            .chain(names)
+            .collect::<Vec<String>>();
         format!("FastBinChain({})", names.join("+")).into()
     }
 
@@ -743,12 +927,20 @@ impl EvalOp for FastBinChain {
             "a chain takes one operand per step"
         );
         let a = inputs.remove(0);
-        let operands = inputs
-            .iter()
-            .map(|b| b.try_as_plain_ram().and_then(|b| b.as_slice::<f32>()))
+        // A step that reads the chain's own input is given its dequantized piece instead.
+        let operands = (self.steps.iter().zip(&inputs))
+            .map(|(&(_, share), b)| match share {
+                Share::Input => Ok(&[][..]),
+                _ => b.try_as_plain_ram().and_then(|b| b.as_slice::<f32>()),
+            })
             .collect::<TractResult<Vec<&[f32]>>>()?;
+        let a_ram = a.try_as_plain_ram()?;
+        let source = match a.datum_type() {
+            DatumType::U8 => Source::U8(a_ram.as_slice::<u8>()?),
+            DatumType::I8 => Source::I8(a_ram.as_slice::<i8>()?),
+            _ => Source::F32(a_ram.as_slice::<f32>()?),
+        };
         if let Some(quantize) = &self.quantize {
-            let values = a.try_as_plain_ram()?.as_slice::<f32>()?;
             // SAFETY: 8-bit integers have no invalid bit patterns, and `run_quantized` writes
             // every element (the pieces tile the accumulator) or fails, dropping the tensor
             // unread.
@@ -757,7 +949,7 @@ impl EvalOp for FastBinChain {
                     let mut output = Tensor::uninitialized::<u8>(a.shape())?;
                     self.run_quantized(
                         quantize,
-                        values,
+                        source,
                         &operands,
                         output.try_as_plain_ram_mut()?.as_slice_mut::<u8>()?,
                     )?;
@@ -766,7 +958,7 @@ impl EvalOp for FastBinChain {
                     let mut output = Tensor::uninitialized::<i8>(a.shape())?;
                     self.run_quantized(
                         quantize,
-                        values,
+                        source,
                         &operands,
                         output.try_as_plain_ram_mut()?.as_slice_mut::<i8>()?,
                     )?;
@@ -775,9 +967,9 @@ impl EvalOp for FastBinChain {
             };
             return Ok(tvec!(output.into_tvalue()));
         }
-        // An accumulator no other op reads (nor this one twice: each use holds a reference) is
-        // updated in place: no second tensor to allocate and write beside the one read.
-        let output = if a.is_exclusive() {
+        // An f32 accumulator no other op reads (nor this one twice: each use holds a reference)
+        // is updated in place: no second tensor to allocate and write beside the one read.
+        let output = if matches!(source, Source::F32(_)) && a.is_exclusive() {
             let mut output = a.into_tensor();
             self.compute_in_place(
                 &operands,
@@ -785,11 +977,11 @@ impl EvalOp for FastBinChain {
             )?;
             output
         } else {
-            // SAFETY: f32 has no invalid bit patterns, and `compute` writes every element (the
+            // SAFETY: f32 has no invalid bit patterns, and `run` writes every element (the
             // pieces tile the accumulator) or fails, dropping the tensor unread.
             let mut output = unsafe { Tensor::uninitialized::<f32>(a.shape())? };
-            self.compute(
-                a.try_as_plain_ram()?.as_slice::<f32>()?,
+            self.run(
+                source,
                 &operands,
                 output.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?,
             )?;
@@ -809,7 +1001,7 @@ impl TypedOp for FastBinChain {
         );
         Ok(tvec!(match &self.quantize {
             Some(quantize) => quantize.output.fact(inputs[0].shape.clone()),
-            None => inputs[0].without_value(),
+            None => f32::fact(inputs[0].shape.clone()),
         }))
     }
 }
@@ -866,6 +1058,7 @@ mod tests {
             steps: vec![(step, Share::PerBlock)],
             round_trips: vec![],
             quantize: None,
+            dequantize: None,
         };
         let mut model = TypedModel::default();
         let x = model.add_source("x", f32::fact(shape)).unwrap();
@@ -929,6 +1122,7 @@ mod tests {
             steps: vec![(step, share)],
             round_trips: vec![],
             quantize: None,
+            dequantize: None,
         };
         let mut model = TypedModel::default();
         let sources: Vec<OutletId> = ["x", "y", "z"]
@@ -1011,6 +1205,7 @@ mod tests {
             steps: vec![(step, Share::PerBlock)],
             round_trips: vec![],
             quantize: None,
+            dequantize: None,
         };
         let quantize = |output, zero_point| FastQuantizeLinear {
             multiplier: 1.0 / 0.04,
@@ -1060,6 +1255,99 @@ mod tests {
             .unwrap()
             .to_vec();
         assert!(qy.contains(&i8::MIN), "{qy:?}");
+    }
+
+    #[test]
+    fn a_dequantization_read_only_by_a_chain_is_folded_into_it() {
+        use super::super::FastDequantizeLinear;
+        // q((dx + 3) · dx) from u8 to u8, dx read by the chain twice (its accumulator and its
+        // second step's operand); dw + 1 from i8. Kept apart: dy, also an output, and dv, read by
+        // two chains.
+        let shape = [1, 4, 6, 10];
+        let chain = |steps: Vec<(Step, Share)>| FastBinChain {
+            steps,
+            round_trips: vec![],
+            quantize: None,
+            dequantize: None,
+        };
+        let dequantize = |scale, zero_point| FastDequantizeLinear { scale, zero_point };
+        let mut model = TypedModel::default();
+        let xq = model.add_source("xq", u8::fact(shape)).unwrap();
+        let wq = model.add_source("wq", i8::fact(shape)).unwrap();
+        let yq = model.add_source("yq", u8::fact(shape)).unwrap();
+        let mut konst = |name: &str, value: f32| model.add_const(name, tensor1(&[value])).unwrap();
+        let (one, three) = (konst("1", 1.0), konst("3", 3.0));
+        let mut wire = |name: &str, op: Box<dyn TypedOp>, inputs: &[OutletId]| -> OutletId {
+            model.wire_node(name, op, inputs).unwrap()[0]
+        };
+        let dx = wire("dx", Box::new(dequantize(0.05, 128)), &[xq]);
+        let steps = vec![(Step::Add, Share::PerBlock), (Step::Mul, Share::Row)];
+        let h = wire("h", Box::new(chain(steps)), &[dx, three, dx]);
+        let quantize = FastQuantizeLinear {
+            multiplier: 1.0 / 0.2,
+            zero_point: 10,
+            output: u8::datum_type(),
+        };
+        let qh = wire("qh", Box::new(quantize), &[h]);
+        let dw = wire("dw", Box::new(dequantize(0.1, -3)), &[wq]);
+        let w1 = wire(
+            "w1",
+            Box::new(chain(vec![(Step::Add, Share::PerBlock)])),
+            &[dw, one],
+        );
+        let dy = wire("dy", Box::new(dequantize(0.02, 7)), &[yq]);
+        let y1 = wire(
+            "y1",
+            Box::new(chain(vec![(Step::Add, Share::PerBlock)])),
+            &[dy, one],
+        );
+        let dv = wire("dv", Box::new(dequantize(0.03, 0)), &[yq]);
+        let v1 = wire(
+            "v1",
+            Box::new(chain(vec![(Step::Add, Share::PerBlock)])),
+            &[dv, one],
+        );
+        let v3 = wire(
+            "v3",
+            Box::new(chain(vec![(Step::Add, Share::PerBlock)])),
+            &[dv, three],
+        );
+        model
+            .select_output_outlets(&[qh, w1, y1, dy, v1, v3])
+            .unwrap();
+
+        let run = |model: &TypedModel| -> Vec<Tensor> {
+            let plan = model.clone().into_runnable().unwrap();
+            let levels =
+                |seed: usize, offset: i32| (0..240).map(move |i| (i * seed % 256) as i32 + offset);
+            let u8s: Vec<u8> = levels(37, 0).map(|v| v as u8).collect();
+            let i8s: Vec<i8> = levels(53, -128).map(|v| v as i8).collect();
+            let u8s_too: Vec<u8> = levels(91, 0).map(|v| v as u8).collect();
+            let inputs = tvec![
+                Tensor::from_shape(&shape, &u8s).unwrap().into(),
+                Tensor::from_shape(&shape, &i8s).unwrap().into(),
+                Tensor::from_shape(&shape, &u8s_too).unwrap().into()
+            ];
+            (plan.run(inputs).unwrap().into_iter())
+                .map(|t| t.into_tensor())
+                .collect()
+        };
+        let expected = run(&model);
+        assert_eq!(fold_quantizations(&mut model).unwrap(), 1);
+        assert_eq!(fold_dequantizations(&mut model).unwrap(), 2);
+        assert_has_ops(
+            &model,
+            &[
+                "FastBinChain(Dequantize+Add+Mul+Quantize)",
+                "FastBinChain(Dequantize+Add)",
+                "FastDequantizeLinear",
+            ],
+        );
+        let dequantizations = (model.nodes().iter())
+            .filter(|n| n.op_is::<FastDequantizeLinear>())
+            .count();
+        assert_eq!(dequantizations, 2, "dy and dv stay");
+        assert_eq!(run(&model), expected);
     }
 
     #[test]
@@ -1113,13 +1401,14 @@ mod tests {
                 steps: vec![(Step::PRelu, share)],
                 round_trips: vec![],
                 quantize: None,
+                dequantize: None,
             };
             let mut out = vec![f32::NAN; a.len()];
             chain.compute(a, &[b], &mut out).unwrap();
             for (i, (&x, &y)) in a.iter().zip(&out).enumerate() {
                 let slope = match share {
                     Share::PerBlock => slopes[i / 20],
-                    Share::Row => row[i % 20],
+                    _ => row[i % 20],
                 };
                 assert_eq!(y, if x < 0.0 { x * slope } else { x }, "element {i}");
             }
@@ -1128,6 +1417,7 @@ mod tests {
             steps: vec![(Step::PRelu, Share::PerBlock)],
             round_trips: vec![],
             quantize: None,
+            dequantize: None,
         };
         let mut out = [0.0; 16];
         chain.compute(&[f32::NAN; 16], &[&[2.0]], &mut out).unwrap();
@@ -1152,6 +1442,7 @@ mod tests {
             ],
             round_trips: vec![],
             quantize: None,
+            dequantize: None,
         };
         let mut out = vec![f32::NAN; a.len()];
         multithread_tract_scope(Executor::multithread(2), || {
@@ -1175,6 +1466,7 @@ mod tests {
             steps: per_block(&[Step::Mul, Step::Add, Step::Max]),
             round_trips: vec![],
             quantize: None,
+            dequantize: None,
         };
         let mut out = vec![f32::NAN; a.len()];
         // Per channel: the operand has one value per plane of 49, repeating over the 2 images.
@@ -1199,6 +1491,7 @@ mod tests {
             steps: per_block(&[Step::Add, Step::Max, Step::Min]),
             round_trips: vec![],
             quantize: None,
+            dequantize: None,
         };
         let mut out = vec![f32::NAN; a.len()];
         multithread_tract_scope(Executor::multithread(2), || {
@@ -1218,6 +1511,7 @@ mod tests {
             steps: per_block(&[Step::Sub, Step::SubF, Step::Min]),
             round_trips: vec![],
             quantize: None,
+            dequantize: None,
         };
         let mut out = [0.0; 4];
         chain
@@ -1233,6 +1527,7 @@ mod tests {
             steps: per_block(&[Step::Add]),
             round_trips: vec![],
             quantize: None,
+            dequantize: None,
         };
         let mut out = [0.0; 4];
         assert!(chain.compute(&[1.0; 4], &[&[1.0; 3]], &mut out).is_err());

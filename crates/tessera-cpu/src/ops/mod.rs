@@ -361,5 +361,6 @@ pub fn use_cpu_ops_in_plan(model: &mut TypedModel) -> TractResult<()> {
     bin_chain::fold_round_trips(model)?;
     bin_chain::merge_chains(model)?;
     bin_chain::fold_quantizations(model)?;
+    bin_chain::fold_dequantizations(model)?;
     Ok(())
 }
