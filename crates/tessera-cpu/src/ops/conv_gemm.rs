@@ -106,6 +106,7 @@ const TAP_PRODUCTS_MIN_DEPTH: usize = 32;
 /// thread, interleaved, normalised by the run's matrix products): SqueezeNet's 3×3 convolutions
 /// of 16 and 32 channels 0.75× and 0.86× their time on gemm; of 48 and 64 channels 0.98-1.04×,
 /// ResNet-50's and Inception-v2's 64-channel ones 1.00-1.10×.
+#[cfg(target_arch = "x86_64")]
 const AVX2_TAP_PRODUCTS_MAX_GROUP_IN: usize = 32;
 
 /// Output channels × output row width up to which small convolutions gather in padded-row

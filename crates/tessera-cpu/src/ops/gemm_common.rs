@@ -3,6 +3,7 @@
 //! call into gemm's kernel, the output their tasks (see [`crate::parallel`]) write at disjoint
 //! places, and the element-wise epilogue fused after the product.
 
+pub use super::tap_products::RowFinish;
 use std::sync::Arc;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::{bail, ensure};
@@ -174,37 +175,6 @@ impl Operand {
                 Varying(&columns[first_column..][..len])
             }
         }
-    }
-}
-
-/// One row's [`Epilogue`] in the form a kernel applies to its sums in registers, bit for bit as
-/// [`Epilogue::apply`]: `(s + shift) · scale + add` when `affine` is `[shift, scale, add]`, then
-/// `max(·, low)`, then `min(·, high)` as compare-and-select (infinite bounds change nothing, NaN
-/// included).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RowFinish {
-    pub affine: Option<[f32; 3]>,
-    pub low: f32,
-    pub high: f32,
-}
-
-impl RowFinish {
-    /// Leaves every value as it is.
-    pub const NONE: RowFinish = RowFinish {
-        affine: None,
-        low: f32::NEG_INFINITY,
-        high: f32::INFINITY,
-    };
-
-    /// One value finished (the reference the vector kernels match).
-    #[inline(always)]
-    pub fn apply(&self, s: f32) -> f32 {
-        let x = match self.affine {
-            Some([shift, scale, add]) => (s + shift) * scale + add,
-            None => s,
-        };
-        let x = if x < self.low { self.low } else { x };
-        if x > self.high { self.high } else { x }
     }
 }
 

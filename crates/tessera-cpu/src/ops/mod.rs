@@ -25,6 +25,7 @@ mod quantized_depthwise_conv;
 mod quantized_tap_products;
 mod reduce_extremum;
 mod softmax;
+#[cfg(not(target_family = "wasm"))]
 mod tap_products;
 mod weight_zero_point;
 

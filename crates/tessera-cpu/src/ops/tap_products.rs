@@ -13,8 +13,38 @@
 //! AVX-512 (Zen 3, most desktop and laptop x86) run the same tiles on their 16 registers: 2
 //! vectors of 8 positions by 6 channels.
 
-use super::gemm_common::RowFinish;
 use tessera_core::tract_onnx::tract_core::internal::*;
+
+/// What the kernels do to a channel's sums before they store them, in registers: one row of a
+/// product's epilogue (`gemm_common::Epilogue::row_finish`), bit for bit as its `apply`: `(s + shift) · scale + add` when `affine` is `[shift, scale, add]`, then
+/// `max(·, low)`, then `min(·, high)` as compare-and-select (infinite bounds change nothing, NaN
+/// included).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowFinish {
+    pub affine: Option<[f32; 3]>,
+    pub low: f32,
+    pub high: f32,
+}
+
+impl RowFinish {
+    /// Leaves every value as it is.
+    pub const NONE: RowFinish = RowFinish {
+        affine: None,
+        low: f32::NEG_INFINITY,
+        high: f32::INFINITY,
+    };
+
+    /// One value finished (the reference the vector kernels match).
+    #[inline(always)]
+    pub fn apply(&self, s: f32) -> f32 {
+        let x = match self.affine {
+            Some([shift, scale, add]) => (s + shift) * scale + add,
+            None => s,
+        };
+        let x = if x < self.low { self.low } else { x };
+        if x > self.high { self.high } else { x }
+    }
+}
 
 /// Output channels per micro-tile.
 pub const CHANNELS: usize = 6;
@@ -242,6 +272,7 @@ unsafe fn products_on(
 }
 
 /// The finishes of the channels of `block` (the first `rows` of them).
+#[cfg(target_arch = "x86_64")]
 fn block_finishes(
     finish: &dyn Fn(usize) -> RowFinish,
     block: usize,
