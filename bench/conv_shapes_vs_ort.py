@@ -30,6 +30,8 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
+from compare_onnxruntime import cpu_model
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -199,16 +201,6 @@ def main():
             report[name] = rows
     if args.json_out:
         args.json_out.write_text(json.dumps(report, indent=1))
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 if __name__ == "__main__":

@@ -177,19 +177,11 @@ impl FastBinChain {
             crate::simd::widest(
                 #[inline(always)]
                 || {
-                    let mut kept = self.reads_input().then_some([0.0f32; PIECE]);
-                    let initial: &mut [f32] = kept.as_mut().map_or(&mut [], |k| &mut k[..]);
-                    let mut done = 0;
-                    while done < chunk.len() {
-                        let at = start + done;
-                        let len = piece_len(at, unit, chunk.len() - done);
-                        let out = &mut chunk[done..][..len];
-                        let kept_len = len.min(initial.len());
-                        let initial = &mut initial[..kept_len];
+                    self.for_each_piece(start, chunk.len(), unit, |done, len, initial| {
+                        let (at, out) = (start + done, &mut chunk[done..][..len]);
                         self.load(a, at, out, initial);
                         self.apply_steps(operands, total, at, out, initial);
-                        done += len;
-                    }
+                    })
                 },
             );
             Ok(())
@@ -218,24 +210,39 @@ impl FastBinChain {
                 #[inline(always)]
                 || {
                     let mut piece = [0.0f32; PIECE];
-                    let mut kept = self.reads_input().then_some([0.0f32; PIECE]);
-                    let initial: &mut [f32] = kept.as_mut().map_or(&mut [], |k| &mut k[..]);
-                    let mut done = 0;
-                    while done < chunk.len() {
-                        let at = start + done;
-                        let len = piece_len(at, unit, chunk.len() - done);
-                        let values = &mut piece[..len];
-                        let kept_len = len.min(initial.len());
-                        let initial = &mut initial[..kept_len];
+                    self.for_each_piece(start, chunk.len(), unit, |done, len, initial| {
+                        let (at, values) = (start + done, &mut piece[..len]);
                         self.load(a, at, values, initial);
                         self.apply_steps(operands, total, at, values, initial);
                         quantize.quantize_values(values, &mut chunk[done..][..len]);
-                        done += len;
-                    }
+                    })
                 },
             );
             Ok(())
         })
+    }
+
+    /// Walks a task's `len` values from `start` in pieces that end on `unit` boundaries and
+    /// hold at most [`PIECE`] values: `piece(done, len, initial)` for each, `done` values after
+    /// the task's first, with a buffer for the piece's first values (empty unless a step reads
+    /// them, [`Share::Input`]).
+    #[inline(always)]
+    fn for_each_piece(
+        &self,
+        start: usize,
+        len: usize,
+        unit: usize,
+        mut piece: impl FnMut(usize, usize, &mut [f32]),
+    ) {
+        let mut kept = self.reads_input().then_some([0.0f32; PIECE]);
+        let initial: &mut [f32] = kept.as_mut().map_or(&mut [], |k| &mut k[..]);
+        let mut done = 0;
+        while done < len {
+            let piece_len = piece_len(start + done, unit, len - done);
+            let kept_len = piece_len.min(initial.len());
+            piece(done, piece_len, &mut initial[..kept_len]);
+            done += piece_len;
+        }
     }
 
     /// The accumulator's values `at..at + out.len()` into `out` (as they are, or dequantized),
@@ -251,7 +258,8 @@ impl FastBinChain {
             // Refused by `checked_unit`.
             (Source::U8(_) | Source::I8(_), None) => {}
         }
-        if self.reads_input() {
+        // `initial` is empty unless a step reads it.
+        if !initial.is_empty() {
             initial.copy_from_slice(out);
         }
     }
@@ -1024,6 +1032,15 @@ mod tests {
         }
     }
 
+    /// `model`'s outputs on `inputs`, run as a plan.
+    fn outputs_of<const N: usize>(model: &TypedModel, inputs: [Tensor; N]) -> Vec<Tensor> {
+        let plan = model.clone().into_runnable().unwrap();
+        let inputs = inputs.into_iter().map(TValue::from).collect();
+        (plan.run(inputs).unwrap().into_iter())
+            .map(|t| t.into_tensor())
+            .collect()
+    }
+
     /// A u8 quantize → dequantize pair.
     fn u8_pair(scale: f32, zero_point: i32) -> FastQuantizeDequantize {
         use super::super::{FastDequantizeLinear, FastQuantizeLinear};
@@ -1227,15 +1244,9 @@ mod tests {
         let qy = wire("qy", Box::new(quantize(i8::datum_type(), -3)), &[dy]);
         model.select_output_outlets(&[qx, qy, dy]).unwrap();
 
-        let run = |model: &TypedModel| -> Vec<Tensor> {
-            let plan = model.clone().into_runnable().unwrap();
-            let inputs = tvec![
-                saw_tooth(shape, 0.37, 11.0).into(),
-                saw_tooth(shape, 0.71, 11.0).into()
-            ];
-            (plan.run(inputs).unwrap().into_iter())
-                .map(|t| t.into_tensor())
-                .collect()
+        let run = |model: &TypedModel| {
+            let inputs = [saw_tooth(shape, 0.37, 11.0), saw_tooth(shape, 0.71, 11.0)];
+            outputs_of(model, inputs)
         };
         let expected = run(&model);
         assert_eq!(merge_chains(&mut model).unwrap(), 1);
@@ -1316,21 +1327,18 @@ mod tests {
             .select_output_outlets(&[qh, w1, y1, dy, v1, v3])
             .unwrap();
 
-        let run = |model: &TypedModel| -> Vec<Tensor> {
-            let plan = model.clone().into_runnable().unwrap();
+        let run = |model: &TypedModel| {
             let levels =
                 |seed: usize, offset: i32| (0..240).map(move |i| (i * seed % 256) as i32 + offset);
             let u8s: Vec<u8> = levels(37, 0).map(|v| v as u8).collect();
             let i8s: Vec<i8> = levels(53, -128).map(|v| v as i8).collect();
             let u8s_too: Vec<u8> = levels(91, 0).map(|v| v as u8).collect();
-            let inputs = tvec![
-                Tensor::from_shape(&shape, &u8s).unwrap().into(),
-                Tensor::from_shape(&shape, &i8s).unwrap().into(),
-                Tensor::from_shape(&shape, &u8s_too).unwrap().into()
+            let inputs = [
+                Tensor::from_shape(&shape, &u8s).unwrap(),
+                Tensor::from_shape(&shape, &i8s).unwrap(),
+                Tensor::from_shape(&shape, &u8s_too).unwrap(),
             ];
-            (plan.run(inputs).unwrap().into_iter())
-                .map(|t| t.into_tensor())
-                .collect()
+            outputs_of(model, inputs)
         };
         let expected = run(&model);
         assert_eq!(fold_quantizations(&mut model).unwrap(), 1);

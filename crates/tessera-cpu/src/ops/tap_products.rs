@@ -316,8 +316,7 @@ unsafe fn products_avx512(
     to: Destination,
 ) {
     let depth = offsets.len();
-    let blocks = channels.div_ceil(CHANNELS);
-    let run_tile = |block: usize, p: usize| {
+    for block in 0..channels.div_ceil(CHANNELS) {
         let rows = (channels - block * CHANNELS).min(CHANNELS);
         let weights = packed[block * depth * CHANNELS..].as_ptr();
         let finishes = block_finishes(finish, block, rows);
@@ -326,39 +325,36 @@ unsafe fn products_avx512(
             at: unsafe { to.at.add(block * CHANNELS * to.row) },
             ..to
         };
-        let vectors = tile_vectors((positions - p).div_ceil(LANES));
-        let n = (positions - p).min(vectors * LANES);
-        let mut stores = [(0, 0); VECTORS];
-        for (v, store) in stores.iter_mut().enumerate().take(vectors) {
-            let first = p + v * LANES;
-            *store = vector_store(&out, first, (p + n - first).min(LANES));
-        }
-        let tile = Tile {
-            rows,
-            tail: n - (vectors - 1) * LANES,
-            stores: &stores,
-            finishes: &finishes,
-            out: &out,
-        };
-        // SAFETY: (for all) every load reads `input[offsets[k] + p..][..n]`, inside `input`
-        // (`reach` was checked); stores write `rows` rows of the kept positions of
-        // `p..p + n`, the caller's; `weights` holds `depth × CHANNELS` values from the block
-        // (checked).
-        unsafe {
-            let base = input.as_ptr().add(p);
-            match vectors {
-                4 => tile_kernel::<4>(base, offsets, weights, tile),
-                3 => tile_kernel::<3>(base, offsets, weights, tile),
-                2 => tile_kernel::<2>(base, offsets, weights, tile),
-                _ => tile_kernel::<1>(base, offsets, weights, tile),
-            }
-        }
-        n
-    };
-    for block in 0..blocks {
         let mut p = 0;
         while p < positions {
-            p += run_tile(block, p);
+            let vectors = tile_vectors((positions - p).div_ceil(LANES));
+            let n = (positions - p).min(vectors * LANES);
+            let mut stores = [(0, 0); VECTORS];
+            for (v, store) in stores.iter_mut().enumerate().take(vectors) {
+                let first = p + v * LANES;
+                *store = vector_store(&out, first, (p + n - first).min(LANES));
+            }
+            let tile = Tile {
+                rows,
+                tail: n - (vectors - 1) * LANES,
+                stores: &stores,
+                finishes: &finishes,
+                out: &out,
+            };
+            // SAFETY: (for all) every load reads `input[offsets[k] + p..][..n]`, inside `input`
+            // (`reach` was checked); stores write `rows` rows of the kept positions of
+            // `p..p + n`, the caller's; `weights` holds `depth × CHANNELS` values from the block
+            // (checked).
+            unsafe {
+                let base = input.as_ptr().add(p);
+                match vectors {
+                    4 => tile_kernel::<4>(base, offsets, weights, tile),
+                    3 => tile_kernel::<3>(base, offsets, weights, tile),
+                    2 => tile_kernel::<2>(base, offsets, weights, tile),
+                    _ => tile_kernel::<1>(base, offsets, weights, tile),
+                }
+            }
+            p += n;
         }
     }
 }
@@ -440,7 +436,7 @@ unsafe fn tile_kernel<const V: usize>(
         let (low, high) = (_mm512_set1_ps(finish.low), _mm512_set1_ps(finish.high));
         let affine = finish
             .affine
-            .map(|[shift, scale, add]| [shift, scale, add].map(|v| _mm512_set1_ps(v)));
+            .map(|values| values.map(|v| _mm512_set1_ps(v)));
         for v in 0..V {
             let mut x = acc[v][j];
             // Not fused into FMAs: the same roundings as `RowFinish::apply`.
@@ -588,7 +584,7 @@ unsafe fn tile_kernel_avx2<const V: usize, const MASKED: bool>(
         let (low, high) = (_mm256_set1_ps(finish.low), _mm256_set1_ps(finish.high));
         let affine = finish
             .affine
-            .map(|[shift, scale, add]| [shift, scale, add].map(|v| _mm256_set1_ps(v)));
+            .map(|values| values.map(|v| _mm256_set1_ps(v)));
         for v in 0..V {
             let mut x = acc[v][j];
             // As the AVX-512 kernel's finish: `RowFinish::apply`'s roundings and NaNs.
