@@ -22,7 +22,7 @@ pub struct FastAvgPool {
 
 impl Eq for FastAvgPool {}
 
-struct Sum;
+pub(super) struct Sum;
 
 impl Fold for Sum {
     const EMPTY: f32 = 0.0;
@@ -79,7 +79,9 @@ impl EvalOp for FastAvgPool {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        super::eval_f32(
+        // `Window2d::reduce` writes every output value.
+        super::eval_f32_starting(
+            super::OutputStart::Unset,
             inputs,
             Some(&self.window.output_shape),
             |input, _, output| self.compute(input, output),

@@ -53,7 +53,9 @@ impl EvalOp for FastMaxPool {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        super::eval_f32(
+        // `Window2d::reduce` writes every output value.
+        super::eval_f32_starting(
+            super::OutputStart::Unset,
             inputs,
             Some(&self.window.output_shape),
             |input, _, output| self.compute(input, output),
