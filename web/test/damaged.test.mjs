@@ -196,9 +196,13 @@ describe('in headless Chromium', () => {
       window.readAny, (message) => window.tessera.trapThreadedForTests(message, { onWorker: true }))));
     checkDeliberate(report, /^tessera's wasm module trapped: panicked at .*tessera-wasm.*a worker of the thread pool panicked: panicked at .*deliberate panic from the tests/s);
     // The worker traps, then the page's thread panics in the futures queue, where the run was
-    // waiting: both uncaught there, the worker's on its own schedule.
+    // waiting: both uncaught there, the worker's on its own schedule — once in CI on a loaded
+    // 2-core machine only one of the two had reached the page after 5 s, so one or two, and
+    // nothing but those traps.
     for (let waited = 0; uncaught.length < 2 && waited < 5000; waited += 50) await new Promise((r) => setTimeout(r, 50));
-    assert.deepEqual(uncaught.splice(0), ['unreachable', 'unreachable']);
+    const seen = uncaught.splice(0);
+    assert.ok(seen.length >= 1 && seen.length <= 2 && seen.every((m) => m === 'unreachable'),
+      `uncaught in the page: ${JSON.stringify(seen)}`);
   });
 
   test('Chromium: a trap in the futures queue (as while waiting for WebGPU) rejects what is pending', async () => {
