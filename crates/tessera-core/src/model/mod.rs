@@ -7,6 +7,7 @@
 //! backend turns into its own plan.
 
 pub mod constant_arithmetic;
+pub mod constant_facts;
 pub mod dequantized_constants;
 pub mod index_check;
 pub mod info;

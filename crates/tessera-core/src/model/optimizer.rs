@@ -8,6 +8,7 @@
 //! application without that search, so the graphs come out the same.
 
 use super::constant_arithmetic::FoldConstants;
+use super::constant_facts::PropagateUniformTdim;
 use anyhow::Context;
 use std::collections::{HashMap, HashSet};
 use tract_onnx::prelude::*;
@@ -15,7 +16,8 @@ use tract_onnx::tract_core::model::{STAGE_OPTIMIZED, SpecialOps, TRACT_STAGE};
 use tract_onnx::tract_core::optim::{Optimizer, OptimizerSession, TypedPass};
 
 /// tract's declutter passes (`TypedModel::declutter`), constant f32 arithmetic folded first
-/// by a faster loop ([`super::constant_arithmetic`]); with `keep_axes`, without `ChangeAxes`.
+/// by a faster loop ([`super::constant_arithmetic`]), constants' facts not rebuilt by
+/// `PropagateUniformTdim` ([`super::constant_facts`]); with `keep_axes`, without `ChangeAxes`.
 ///
 /// `ChangeAxes` moves reshapes and transposes through the graph and drops unit axes. It is the
 /// costliest declutter pass: after each patch it searches again from an empty record of what it
@@ -26,6 +28,7 @@ use tract_onnx::tract_core::optim::{Optimizer, OptimizerSession, TypedPass};
 pub fn declutter(model: &mut TypedModel, keep_axes: bool) -> TractResult<()> {
     let mut optimizer = Optimizer::declutter();
     FoldConstants::wrapping(&mut optimizer);
+    PropagateUniformTdim::replacing(&mut optimizer);
     if keep_axes {
         optimizer
             .passes

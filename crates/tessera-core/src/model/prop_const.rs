@@ -138,11 +138,15 @@ impl TypedPass for PropConst {
                         } else {
                             node.name.clone()
                         };
-                        let wire = patch.wire_node(
-                            name,
-                            Const::new_with_opt_exotic_fact(output.into_arc_tensor(), exotic_fact)?,
-                            &[],
-                        )?[0];
+                        let value = output.into_arc_tensor();
+                        let wire = match exotic_fact {
+                            // Its fact built without tract's scalar scan of the values.
+                            None => super::constant_facts::add_const(&mut patch, name, value)?,
+                            Some(exotic) => {
+                                let op = Const::new_with_exotic_fact(value, exotic)?;
+                                patch.wire_node(name, op, &[])?[0]
+                            }
+                        };
                         patch.shunt_outside(model, (node.id, ix).into(), wire)?;
                     }
                     self.0 = node.id;

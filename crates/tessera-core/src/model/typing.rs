@@ -44,7 +44,7 @@ impl Translate<InferenceFact, Box<dyn InferenceOp>, TypedFact, Box<dyn TypedOp>>
                     let value = fact.value.concretize().ok_or_else(|| {
                         format_err!("node '{}': output {ix} has no value", node.name)
                     })?;
-                    target.add_const(format!("{}.{ix}", node.name), value)
+                    super::constant_facts::add_const(target, format!("{}.{ix}", node.name), value)
                 })
                 .collect();
         }

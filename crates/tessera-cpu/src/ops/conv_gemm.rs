@@ -354,11 +354,15 @@ impl FastConv {
     /// `kernel` (ONNX's `[M, C/group, kh, kw]`) packed for [`tap_products`], group by group.
     pub fn packed_kernel(&self, kernel: &[f32]) -> Vec<f32> {
         let (group_out, depth) = (self.out_channels / self.group.max(1), self.depth());
-        kernel
+        let group_len = tap_products::packed_len(group_out, depth);
+        let mut packed = vec![0.0; group_len * self.group];
+        for (weights, packed) in kernel
             .chunks(group_out * depth.max(1))
-            .take(self.group)
-            .flat_map(|weights| tap_products::pack_weights(weights, group_out, depth))
-            .collect()
+            .zip(packed.chunks_exact_mut(group_len.max(1)))
+        {
+            tap_products::pack_weights_into(weights, group_out, depth, packed);
+        }
+        packed
     }
 
     /// `kernel` (ONNX's `[M, C/group, kh, kw]`) tap by tap: `[kh·kw][M][C/group]`, so that each

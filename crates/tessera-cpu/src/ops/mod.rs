@@ -279,7 +279,8 @@ fn lay_out_constant_kernel(
     };
     let values = lay_out(kernel.try_as_plain_ram()?.as_slice::<f32>()?);
     let name = format!("{}.{layout}", model.node(id).name);
-    let constant = model.add_const(name, tensor1(&values))?;
+    let constant =
+        tessera_core::model::constant_facts::add_const(model, name, tensor1(&values).into())?;
     model.add_edge(constant, InletId::new(id, 1))?;
     Ok(true)
 }

@@ -55,24 +55,33 @@ pub const LANES: usize = 16;
 #[cfg(any(target_arch = "x86_64", test))]
 pub const VECTORS: usize = 4;
 
-/// Values [`pack_weights`] makes of `rows` channels of depth `depth`.
+/// Values [`pack_weights_into`] writes for `rows` channels of depth `depth`.
 pub fn packed_len(rows: usize, depth: usize) -> usize {
     rows.div_ceil(CHANNELS) * depth * CHANNELS
 }
 
-/// `weights` (`rows × depth`, row-major: one row per output channel) packed for [`products`]:
-/// blocks of [`CHANNELS`] channels, each `depth × CHANNELS` (k-major), the last block padded
-/// with zero weights.
+/// [`pack_weights_into`] a new zero-filled vector.
+#[cfg(test)]
 pub fn pack_weights(weights: &[f32], rows: usize, depth: usize) -> Vec<f32> {
     let mut packed = vec![0.0; packed_len(rows, depth)];
+    pack_weights_into(weights, rows, depth, &mut packed);
+    packed
+}
+
+/// `weights` (`rows × depth`, row-major: one row per output channel) packed for [`products`]
+/// into `packed`, zero-filled and [`packed_len`] long: blocks of [`CHANNELS`] channels, each
+/// `depth × CHANNELS` (k-major), the last block's missing channels left zero.
+pub fn pack_weights_into(weights: &[f32], rows: usize, depth: usize, packed: &mut [f32]) {
     for (row, values) in weights.chunks_exact(depth.max(1)).take(rows).enumerate() {
         let (block, j) = (row / CHANNELS, row % CHANNELS);
-        let block = &mut packed[block * depth * CHANNELS..][..depth * CHANNELS];
+        let Some(block) = packed.get_mut(block * depth * CHANNELS..(block + 1) * depth * CHANNELS)
+        else {
+            return;
+        };
         for (k, &w) in values.iter().enumerate() {
             block[k * CHANNELS + j] = w;
         }
     }
-    packed
 }
 
 /// The register-blocked kernels [`products`] can run on; `Portable` is the reference loop.
