@@ -6,6 +6,7 @@
 //! some inputs folded in as constants ([`specialize`]) → decluttered typed graph, which each
 //! backend turns into its own plan.
 
+pub mod concat_products;
 pub mod constant_arithmetic;
 pub mod constant_facts;
 pub mod dequantized_constants;
