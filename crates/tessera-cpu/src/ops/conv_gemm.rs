@@ -96,9 +96,14 @@ impl Tasks {
 }
 
 /// Depth (input channels × taps) from which convolutions run on [`tap_products`]: over fewer,
-/// each tile's 24 sums are stored after too few products (an RGB image's 3×3 taps, depth 27:
-/// 8% slower than gathered).
+/// each tile's sums are stored after too few products. An RGB image's 3×3 taps, depth 27, were
+/// 8% slower than gathered on the kernel's first version (AMD EPYC, AVX-512); on today's AVX-512
+/// kernel (Xeon, 1 and 2 threads) 0.86–0.99× on the seven shared models with such a layer,
+/// SqueezeNet's first layer alone 0.90× and 0.85×, outputs bit-identical. The AVX2 kernel (half
+/// the registers) is not measured at 27 and keeps 32.
 const TAP_PRODUCTS_MIN_DEPTH: usize = 32;
+#[cfg(target_arch = "x86_64")]
+const AVX512_TAP_PRODUCTS_MIN_DEPTH: usize = 27;
 
 /// Input channels per group up to which unit-stride convolutions on wide planes run on
 /// [`tap_products`] on AVX2 CPUs, not on gemm's shifted taps, whose product for each tap sums only
@@ -331,7 +336,9 @@ impl FastConv {
         let fits = !self.channels_last && self.depth() >= TAP_PRODUCTS_MIN_DEPTH;
         match tap_products::Kernel::best() {
             #[cfg(target_arch = "x86_64")]
-            tap_products::Kernel::Avx512 => fits,
+            tap_products::Kernel::Avx512 => {
+                !self.channels_last && self.depth() >= AVX512_TAP_PRODUCTS_MIN_DEPTH
+            }
             // With half the registers (2 vectors of 8 positions a micro-tile, not 4 of 16) the
             // kernel beats gathering, but gemm's shifted taps only where a tap's product is
             // shallow ([`AVX2_TAP_PRODUCTS_MAX_GROUP_IN`]). Zen 3, 1 thread, interleaved: every
