@@ -23,18 +23,9 @@ pub struct SplitOnlyDroppedConcats {
 impl SplitOnlyDroppedConcats {
     /// Wraps `optimizer`'s `ConcatThenEinsum` pass; false, and `optimizer` unchanged, without one.
     pub fn wrapping(optimizer: &mut Optimizer) -> bool {
-        let Some(at) = optimizer
-            .passes
-            .iter()
-            .position(|pass| format!("{pass:?}").starts_with("ConcatThenEinsum"))
-        else {
-            return false;
-        };
-        let tracts = optimizer.passes.remove(at);
-        optimizer
-            .passes
-            .insert(at, Box::new(SplitOnlyDroppedConcats { tracts }));
-        true
+        super::optimizer::replace_pass(optimizer, "ConcatThenEinsum", |tracts| {
+            Box::new(SplitOnlyDroppedConcats { tracts })
+        })
     }
 }
 
@@ -69,10 +60,12 @@ fn concats_dropped(model: &TypedModel, product: &TypedNode) -> bool {
         let Some(concat) = node.op_as::<TypedConcat>() else {
             return true;
         };
-        node.outputs[input.slot]
-            .successors
-            .iter()
-            .all(|reader| sums_over(model.node(reader.node), reader.slot, concat.axis))
+        node.outputs.get(input.slot).is_some_and(|output| {
+            output
+                .successors
+                .iter()
+                .all(|reader| sums_over(model.node(reader.node), reader.slot, concat.axis))
+        })
     })
 }
 

@@ -66,19 +66,14 @@ impl FoldConstants {
     /// Puts itself in place of `optimizer`'s first pass, tract's `PropConst` (as in
     /// `Optimizer::declutter()`), and runs it; false, and `optimizer` unchanged, without one.
     pub fn wrapping(optimizer: &mut Optimizer) -> bool {
-        let first = optimizer.passes.first().map(|pass| format!("{pass:?}"));
-        if !first.is_some_and(|name| name.starts_with("PropConst")) {
-            return false;
-        }
         // tract's pass is replaced by Tessera's copy, which sizes a fold before computing it.
-        optimizer.passes.remove(0);
-        let pass = FoldConstants {
-            prop_const: Box::new(super::prop_const::PropConst::default()),
-            candidates: vec![],
-            from_scratch: true,
-        };
-        optimizer.passes.insert(0, Box::new(pass));
-        true
+        super::optimizer::replace_pass(optimizer, "PropConst", |_| {
+            Box::new(FoldConstants {
+                prop_const: Box::new(super::prop_const::PropConst::default()),
+                candidates: vec![],
+                from_scratch: true,
+            })
+        })
     }
 
     fn readers(model: &TypedModel, patch: &TypedModelPatch) -> Vec<usize> {

@@ -25,7 +25,7 @@ pub fn add_const(
 ) -> TractResult<OutletId> {
     for node in &model.nodes {
         if node.op_is::<Const>()
-            && let Some(other) = &node.outputs[0].fact.konst
+            && let Some(other) = node.outputs.first().and_then(|o| o.fact.konst.as_ref())
             && equal(other, &value)
         {
             return Ok(node.id.into());
@@ -109,15 +109,9 @@ impl PropagateUniformTdim {
     /// Puts itself in place of `optimizer`'s pass of that name; false, and `optimizer`
     /// unchanged, without one.
     pub fn replacing(optimizer: &mut Optimizer) -> bool {
-        let Some(at) = optimizer
-            .passes
-            .iter()
-            .position(|pass| format!("{pass:?}") == "PropagateUniformTdim")
-        else {
-            return false;
-        };
-        optimizer.passes[at] = Box::new(PropagateUniformTdim);
-        true
+        super::optimizer::replace_pass(optimizer, "PropagateUniformTdim", |_| {
+            Box::new(PropagateUniformTdim)
+        })
     }
 }
 
@@ -158,8 +152,9 @@ impl TypedPass for PropagateUniformTdim {
                         };
                         facts.into_iter().map(|fact| fact.uniform_tdim).collect()
                     };
-                for (slot, uniform_tdim) in fresh.into_iter().enumerate() {
-                    let output = &mut model.node_mut(id).outputs[slot].fact;
+                let outputs = &mut model.node_mut(id).outputs;
+                for (output, uniform_tdim) in outputs.iter_mut().zip(fresh) {
+                    let output = &mut output.fact;
                     if output.uniform_tdim != uniform_tdim {
                         output.uniform_tdim = uniform_tdim;
                         changed = true;

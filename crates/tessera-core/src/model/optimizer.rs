@@ -41,6 +41,25 @@ pub fn declutter(model: &mut TypedModel, keep_axes: bool) -> TractResult<()> {
     optimize(&optimizer, model)
 }
 
+/// Puts `with(pass)` in place of `optimizer`'s pass whose name starts with `name`; false, and
+/// `optimizer` unchanged, without one.
+pub fn replace_pass(
+    optimizer: &mut Optimizer,
+    name: &str,
+    with: impl FnOnce(Box<dyn TypedPass>) -> Box<dyn TypedPass>,
+) -> bool {
+    let Some(at) = optimizer
+        .passes
+        .iter()
+        .position(|pass| format!("{pass:?}").starts_with(name))
+    else {
+        return false;
+    };
+    let pass = optimizer.passes.remove(at);
+    optimizer.passes.insert(at, with(pass));
+    true
+}
+
 /// tract's codegen passes (`TypedModel::optimize`): its optimized kernels for each op.
 pub fn codegen(model: &mut TypedModel) -> TractResult<()> {
     optimize(&Optimizer::codegen(), model)?;

@@ -331,14 +331,18 @@ impl FastConv {
     /// tap is then read where it lies in the padded input (split by phase for strides:
     /// [`Self::tap_geometry`]), with the sums in registers over the whole depth.
     pub fn runs_on_tap_products(&self) -> bool {
+        let kernel = tap_products::Kernel::best();
+        let min_depth = match kernel {
+            #[cfg(target_arch = "x86_64")]
+            tap_products::Kernel::Avx512 => AVX512_TAP_PRODUCTS_MIN_DEPTH,
+            _ => TAP_PRODUCTS_MIN_DEPTH,
+        };
         // (Read only by the x86-64 kernels' arms.)
         #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
-        let fits = !self.channels_last && self.depth() >= TAP_PRODUCTS_MIN_DEPTH;
-        match tap_products::Kernel::best() {
+        let fits = !self.channels_last && self.depth() >= min_depth;
+        match kernel {
             #[cfg(target_arch = "x86_64")]
-            tap_products::Kernel::Avx512 => {
-                !self.channels_last && self.depth() >= AVX512_TAP_PRODUCTS_MIN_DEPTH
-            }
+            tap_products::Kernel::Avx512 => fits,
             // With half the registers (2 vectors of 8 positions a micro-tile, not 4 of 16) the
             // kernel beats gathering, but gemm's shifted taps only where a tap's product is
             // shallow ([`AVX2_TAP_PRODUCTS_MAX_GROUP_IN`]). Zen 3, 1 thread, interleaved: every
