@@ -89,13 +89,15 @@ pub fn take_even(src: &[f32], even: &mut [f32]) {
     let done = 0;
     for (e, v) in even[done..]
         .iter_mut()
-        .zip(src[2 * done..].iter().step_by(2))
+        .zip(src.iter().skip(2 * done).step_by(2))
     {
         *e = *v;
     }
 }
 
-/// The whole blocks of 32 values of [`take_even`]; returns how many values it wrote.
+/// [`take_even`] on AVX-512: blocks of 32 values, then the last few through masked loads and a
+/// masked store (a pool's rows of 7 to 27 outputs were otherwise taken one value at a time);
+/// returns how many values it wrote (all of them).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 fn take_even_avx512(src: &[f32], even: &mut [f32]) -> usize {
@@ -113,7 +115,24 @@ fn take_even_avx512(src: &[f32], even: &mut [f32]) -> usize {
             );
         }
     }
-    16 * blocks
+    let rest = &src[32 * blocks..];
+    let out = &mut even[16 * blocks..];
+    if !rest.is_empty() {
+        let lanes = |n: usize| ((1u32 << n.min(16)) - 1) as __mmask16;
+        let (low_mask, high_mask) = (lanes(rest.len()), lanes(rest.len().saturating_sub(16)));
+        // SAFETY: masked-off lanes are neither read nor written, and the masks cover `rest`
+        // (under 32 values) and `out` (`rest.len().div_ceil(2)` values, `even`'s length).
+        unsafe {
+            let low = _mm512_maskz_loadu_ps(low_mask, rest.as_ptr());
+            let high = _mm512_maskz_loadu_ps(high_mask, rest.as_ptr().wrapping_add(16));
+            _mm512_mask_storeu_ps(
+                out.as_mut_ptr(),
+                lanes(out.len()),
+                _mm512_permutex2var_ps(low, even_lanes, high),
+            );
+        }
+    }
+    even.len()
 }
 
 /// An element-wise select applied in place ([`select_in_place`]): each keeps a NaN `x`, as ONNX's
@@ -270,12 +289,19 @@ mod tests {
 
     #[test]
     fn even_values_are_taken_at_every_length() {
-        for len in [0usize, 1, 2, 31, 32, 33, 63, 64, 65, 111, 223] {
+        // Every length of the masked tail, around and past whole blocks of 32.
+        for len in (0usize..=100).chain([111, 223]) {
             let src: Vec<f32> = (0..len).map(|i| i as f32).collect();
-            let mut even = vec![-1.0; len.div_ceil(2)];
+            // A destination longer than the evens: nothing past them may change.
+            let mut even = vec![-1.0; len.div_ceil(2) + 3];
             take_even(&src, &mut even);
             let expected: Vec<f32> = src.iter().copied().step_by(2).collect();
-            assert_eq!(even, expected, "length {len}");
+            assert_eq!(even[..expected.len()], expected, "length {len}");
+            assert_eq!(
+                even[expected.len()..],
+                [-1.0; 3],
+                "length {len}: past the evens"
+            );
         }
     }
 
