@@ -32,11 +32,19 @@ thread_local! {
     static OWN_POOL: RefCell<Option<Result<OwnPool, ()>>> = const { RefCell::new(None) };
 }
 
+/// Multiply-accumulates from which tract splits a matrix product of few panels over the pool:
+/// a classifier's matrix-vector product (2048 × 1000 in ResNet-50, 1024 × 1000 in Inception).
+/// tract's default (2^21) pays for rayon's wake-ups; with this pool's helpers awake a split
+/// starts within a microsecond, and ResNet-50's product took 0.38 ms at 2 threads against 0.25
+/// split (onnxruntime: 0.20; Xeon, docs/benchmarks.md). A process-wide setting of tract-linalg.
+const FEW_PANEL_SPLIT_MACS: usize = 1 << 17;
+
 /// This thread's own pool of `threads` workers, this thread included; built on first use.
 /// `None` when this thread cannot have one or has one of another size.
 pub fn of_this_thread(threads: usize) -> Option<Executor> {
     OWN_POOL.with_borrow_mut(|own| {
         let own = own.get_or_insert_with(|| {
+            tract_linalg::multithread::set_threading_mac_threshold(FEW_PANEL_SPLIT_MACS);
             builder(threads)
                 .use_current_thread()
                 .build()
@@ -109,6 +117,18 @@ mod tests {
                 of_this_thread(3).is_none(),
                 "a thread has one pool, of one size"
             );
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn with_a_pool_tract_splits_a_classifier_s_matrix_vector_product() {
+        std::thread::spawn(|| {
+            assert!(of_this_thread(2).is_some());
+            // Inception's last product, 1024 × 1000: under tract's default of 2^21.
+            let threshold = tract_linalg::multithread::current_threading_mac_threshold();
+            assert!(threshold <= 1024 * 1000, "{threshold}");
         })
         .join()
         .unwrap();
