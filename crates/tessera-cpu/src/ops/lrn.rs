@@ -53,31 +53,38 @@ impl FastLrn {
             plane,
             input.len() * self.size.max(1),
             |first_row, rows| {
-                let mut sum = vec![0f32; plane];
-                for (r, out) in rows.chunks_mut(plane).enumerate() {
-                    let row = first_row + r;
-                    let (batch, c) = (row / channels, row % channels);
-                    let batch_base = batch * channels * plane;
-                    sum.fill(0.0);
-                    for c2 in c.saturating_sub(before)..=(c + after).min(channels - 1) {
-                        let x = &input[batch_base + c2 * plane..][..plane];
-                        for (s, &v) in sum.iter_mut().zip(x) {
-                            *s += v * v;
+                // The loops compiled for the CPU's widest vectors (square roots included).
+                crate::simd::widest(
+                    #[inline(always)]
+                    || {
+                        let mut sum = vec![0f32; plane];
+                        for (r, out) in rows.chunks_mut(plane).enumerate() {
+                            let row = first_row + r;
+                            let (batch, c) = (row / channels, row % channels);
+                            let batch_base = batch * channels * plane;
+                            sum.fill(0.0);
+                            for c2 in c.saturating_sub(before)..=(c + after).min(channels - 1) {
+                                let x = &input[batch_base + c2 * plane..][..plane];
+                                for (s, &v) in sum.iter_mut().zip(x) {
+                                    *s += v * v;
+                                }
+                            }
+                            let x = &input[batch_base + c * plane..][..plane];
+                            if beta == 0.75 {
+                                // base^0.75 = sqrt(base) * sqrt(sqrt(base)): square roots
+                                // vectorize, powf does not.
+                                for ((o, &v), &s) in out.iter_mut().zip(x).zip(&sum) {
+                                    let root = (bias + scale * s).sqrt();
+                                    *o = v / (root * root.sqrt());
+                                }
+                            } else {
+                                for ((o, &v), &s) in out.iter_mut().zip(x).zip(&sum) {
+                                    *o = v / (bias + scale * s).powf(beta);
+                                }
+                            }
                         }
-                    }
-                    let x = &input[batch_base + c * plane..][..plane];
-                    if beta == 0.75 {
-                        // base^0.75 = sqrt(base) * sqrt(sqrt(base)): square roots vectorize, powf does not.
-                        for ((o, &v), &s) in out.iter_mut().zip(x).zip(&sum) {
-                            let root = (bias + scale * s).sqrt();
-                            *o = v / (root * root.sqrt());
-                        }
-                    } else {
-                        for ((o, &v), &s) in out.iter_mut().zip(x).zip(&sum) {
-                            *o = v / (bias + scale * s).powf(beta);
-                        }
-                    }
-                }
+                    },
+                );
                 Ok(())
             },
         )
