@@ -410,26 +410,20 @@ fn fold_rows<F: Fold>(dst: &mut [f32], src: &[f32], taps: Taps) {
             for ((d, &a), &b) in dst[..whole].iter_mut().zip(tap(0)).zip(tap(1)) {
                 *d = F::op(F::op(F::EMPTY, a), b);
             }
-            if whole < len {
-                fold_lanes::<F>(&mut dst[len - LANES..], src, taps, len - LANES);
-            }
         }
         3 => {
             for (((d, &a), &b), &c) in dst[..whole].iter_mut().zip(tap(0)).zip(tap(1)).zip(tap(2)) {
                 *d = F::op(F::op(F::op(F::EMPTY, a), b), c);
             }
-            if whole < len {
-                fold_lanes::<F>(&mut dst[len - LANES..], src, taps, len - LANES);
-            }
         }
         _ => {
-            for at in (0..len - LANES).step_by(LANES) {
+            for at in (0..whole).step_by(LANES) {
                 fold_lanes::<F>(&mut dst[at..][..LANES], src, taps, at);
             }
-            // The last values as a whole vector ending at the end (it may overlap the one
-            // before).
-            fold_lanes::<F>(&mut dst[len - LANES..], src, taps, len - LANES);
         }
+    }
+    if whole < len {
+        fold_lanes::<F>(&mut dst[len - LANES..], src, taps, len - LANES);
     }
 }
 
