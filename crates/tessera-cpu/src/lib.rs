@@ -12,10 +12,14 @@
 
 #[cfg(not(target_family = "wasm"))]
 mod awake_helpers;
+#[cfg(target_arch = "x86_64")]
+mod blocked_layout;
 mod flatten_on_activation;
 mod kernel_choice;
 mod natural_strides;
 mod node_by_node;
+#[cfg(test)]
+mod onnx_test_graph;
 mod ops;
 #[cfg(not(target_family = "wasm"))]
 mod own_pool;

@@ -57,6 +57,12 @@ impl FastAvgPool {
         FastAvgPool { window, scale }
     }
 
+    /// What each output position of a plane is multiplied by; `None` for a sum.
+    #[cfg(target_arch = "x86_64")]
+    pub fn scale(&self) -> Option<&[f32]> {
+        self.scale.as_deref()
+    }
+
     pub fn compute(&self, input: &[f32], output: &mut [f32]) -> TractResult<()> {
         match &self.scale {
             None => self.window.reduce::<Sum>(input, output, |_| {}),

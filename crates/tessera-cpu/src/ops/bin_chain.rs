@@ -33,6 +33,10 @@ pub enum Share {
     PerBlock,
     /// A row `a` reads in lock-step, again and again: `a[j]` takes `b[j % b.len()]`.
     Row,
+    /// 16 values per block (one channel block's per-channel operand, in the channels-blocked
+    /// layout of `blocked_layout.rs`): the `a.len() / (b.len() / 16)` consecutive values of
+    /// block `i` of `a` take `b[16 i..16 i + 16]` in lock-step, again and again.
+    Lanes,
     /// The chain's own input, dequantized ([`FastBinChain::dequantize`]), at the same positions:
     /// the accumulator's first values (a QDQ hard-swish's `x · relu6(x + 3)`).
     Input,
@@ -145,8 +149,14 @@ impl FastBinChain {
             if b_len == 0 || !a_len.is_multiple_of(b_len) {
                 return None;
             }
+            if share == Share::Lanes
+                && !(b_len.is_multiple_of(LANES) && (a_len / (b_len / LANES)).is_multiple_of(LANES))
+            {
+                return None;
+            }
             unit = unit.gcd(&match share {
                 Share::PerBlock => a_len / b_len,
+                Share::Lanes => a_len / (b_len / LANES),
                 Share::Row | Share::Input => b_len,
             });
         }
@@ -354,6 +364,13 @@ impl FastBinChain {
             match share {
                 Share::PerBlock => apply(op, out, b[at / (total / b.len())]),
                 Share::Row => apply_row(op, out, &b[at % b.len()..][..len]),
+                Share::Lanes => {
+                    let block = total / (b.len() / LANES);
+                    // Whole: `unit` checked the operand is blocks of 16.
+                    if let Some(lanes) = b[at / block * LANES..].first_chunk::<LANES>() {
+                        apply_lanes(op, out, at % LANES, lanes);
+                    }
+                }
                 Share::Input => apply_row(op, out, initial),
             }
         }
@@ -451,8 +468,20 @@ fn share_of(a: &[usize], b: &[usize]) -> Option<Share> {
         return Some(Share::PerBlock);
     }
     let ones = padded.iter().take_while(|&&d| d == 1).count();
-    (padded[ones..] == a[ones..]).then_some(Share::Row)
+    if padded[ones..] == a[ones..] {
+        return Some(Share::Row);
+    }
+    // A per-channel operand of a channels-blocked tensor: its last axis the 16 lanes of the
+    // accumulator's, the axes before it one value per block.
+    let last = a.len().checked_sub(1)?;
+    (a[last] == LANES
+        && padded[last] == LANES
+        && share_of(&a[..last], &padded[..last]) == Some(Share::PerBlock))
+    .then_some(Share::Lanes)
 }
+
+/// Values of a [`Share::Lanes`] operand's block.
+const LANES: usize = crate::simd::F32_LANES;
 
 /// Values of a PReLU's input up to which a slope per block too short to vectorize is spread to
 /// the input's shape (4 MiB of f32).
@@ -915,6 +944,24 @@ fn apply_row(op: Step, out: &mut [f32], row: &[f32]) {
         Step::Max => simd::select_in_place(InPlace::Max, out, SelectOperand::Each(row)),
         Step::Min => simd::select_in_place(InPlace::Min, out, SelectOperand::Each(row)),
         Step::PRelu => simd::select_in_place(InPlace::PRelu, out, SelectOperand::Each(row)),
+    }
+}
+
+/// [`apply_row`] over `out` with `lanes` repeated along it, `out[0]` taking `lanes[phase]`: in
+/// rows of 16 repeats, so that each [`apply_row`] is a long loop (a call into the CPU's select
+/// for Max and Min) rather than one per 16 values.
+#[inline(always)]
+fn apply_lanes(op: Step, out: &mut [f32], phase: usize, lanes: &[f32; LANES]) {
+    const REPEATS: usize = 16;
+    let mut row = [0f32; LANES * REPEATS];
+    for chunk in row.as_chunks_mut::<LANES>().0 {
+        *chunk = *lanes;
+    }
+    let lead = ((LANES - phase) % LANES).min(out.len());
+    let (head, rest) = out.split_at_mut(lead);
+    apply_row(op, head, &lanes[phase..]);
+    for chunk in rest.chunks_mut(row.len()) {
+        apply_row(op, chunk, &row[..chunk.len()]);
     }
 }
 
@@ -1384,6 +1431,52 @@ mod tests {
         assert_eq!(share_of(&nchw, &[1]), Some(Share::PerBlock));
         assert_eq!(share_of(&nchw, &[8, 5, 1]), None);
         assert_eq!(share_of(&[5, 5], &nchw), None);
+        // Channels blocked by 16: one value per channel; one per lane, for all blocks, is a row.
+        let blocked = [1, 3, 5, 7, 16];
+        assert_eq!(share_of(&blocked, &[1, 3, 1, 1, 16]), Some(Share::Lanes));
+        assert_eq!(share_of(&blocked, &[1, 1, 1, 1, 16]), Some(Share::Row));
+        assert_eq!(share_of(&blocked, &[1, 1, 1, 1, 1]), Some(Share::PerBlock));
+        assert_eq!(share_of(&[2, 3, 5, 7, 16], &[1, 3, 1, 1, 16]), None);
+    }
+
+    #[test]
+    fn per_channel_operands_of_blocked_channels_on_a_pool_match_the_definition() {
+        use tract_linalg::multithread::{Executor, multithread_tract_scope};
+        // 4 blocks of 16 channels of 23×29 positions (pieces and tasks start mid-block), a
+        // scale and a shift per channel, a ReLU.
+        let (blocks, plane) = (4, 23 * 29);
+        let a: Vec<f32> = (0..blocks * plane * 16)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 8.0)
+            .collect();
+        let scale: Vec<f32> = (0..blocks * 16).map(|c| c as f32 / 16.0 - 1.5).collect();
+        let shift: Vec<f32> = (0..blocks * 16).map(|c| 0.25 * (c % 5) as f32).collect();
+        let shapes = [
+            vec![1, blocks, 23, 29, 16],
+            vec![1, blocks, 1, 1, 16],
+            vec![1, blocks, 1, 1, 16],
+            vec![1, 1, 1, 1, 1],
+        ];
+        let lanes = |a: &[usize], b: &[usize]| share_of(a, b).unwrap();
+        let chain = FastBinChain::checked(
+            vec![
+                (Step::Mul, lanes(&shapes[0], &shapes[1])),
+                (Step::Add, lanes(&shapes[0], &shapes[2])),
+                (Step::Max, lanes(&shapes[0], &shapes[3])),
+            ],
+            &shapes,
+        )
+        .unwrap();
+        for threads in [1, 2] {
+            let mut out = vec![f32::NAN; a.len()];
+            multithread_tract_scope(Executor::multithread(threads), || {
+                chain.compute(&a, &[&scale, &shift, &[0.0]], &mut out)
+            })
+            .unwrap();
+            for (i, (&x, &y)) in a.iter().zip(&out).enumerate() {
+                let c = i / (plane * 16) * 16 + i % 16;
+                assert_eq!(y, (x * scale[c] + shift[c]).max(0.0), "element {i}");
+            }
+        }
     }
 
     #[test]

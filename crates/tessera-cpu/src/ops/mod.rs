@@ -4,6 +4,10 @@
 
 mod avg_pool;
 mod bin_chain;
+#[cfg(target_arch = "x86_64")]
+mod blocked_conv;
+#[cfg(target_arch = "x86_64")]
+mod blocked_pool;
 #[cfg(not(target_family = "wasm"))]
 mod conv_gemm;
 #[cfg(not(target_family = "wasm"))]
@@ -11,12 +15,12 @@ mod conv_transpose;
 mod depthwise_conv;
 mod downsample;
 #[cfg(not(target_family = "wasm"))]
-mod gemm_common;
+pub(crate) mod gemm_common;
 mod lrn;
 #[cfg(not(target_family = "wasm"))]
 mod matmul_gemm;
 mod max_pool;
-mod pool_2d;
+pub(crate) mod pool_2d;
 pub mod qdq_products;
 mod quantize_linear;
 mod quantized_conv_in_f32;
@@ -38,6 +42,10 @@ use tessera_core::tract_onnx::tract_core::ops::nn::{Reduce, Softmax};
 
 pub use avg_pool::FastAvgPool;
 pub use bin_chain::FastBinChain;
+#[cfg(target_arch = "x86_64")]
+pub use blocked_conv::{BlockedConv, Geometry, InputLayout};
+#[cfg(target_arch = "x86_64")]
+pub use blocked_pool::BlockedPool;
 #[cfg(not(target_family = "wasm"))]
 pub use conv_gemm::FastConv;
 #[cfg(not(target_family = "wasm"))]
@@ -163,6 +171,8 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
     quantized_convs_on_vnni(model)?;
     quantized_conv_in_f32::quantized_convs_in_f32(model)?;
     weight_zero_point::weight_zero_points_as_row_terms(model)?;
+    #[cfg(target_arch = "x86_64")]
+    crate::blocked_layout::use_blocked_layout(model)?;
     for id in 0..model.nodes().len() {
         let node = model.node(id);
         let f32_input = first_input_is_f32(model, node);

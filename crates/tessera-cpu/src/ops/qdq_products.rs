@@ -653,97 +653,9 @@ fn integer_products_where(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::onnx_test_graph::*;
     use crate::{CpuOptions, CpuSession};
-    use prost::Message;
-    use tessera_core::tract_onnx::pb::{
-        self, AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
-        ValueInfoProto,
-    };
-
-    fn initializer(name: &str, dims: &[i64], data_type: i32, raw: Vec<u8>) -> TensorProto {
-        TensorProto {
-            name: name.into(),
-            dims: dims.to_vec(),
-            data_type,
-            raw_data: raw,
-            ..Default::default()
-        }
-    }
-
-    fn f32s(name: &str, dims: &[i64], values: &[f32]) -> TensorProto {
-        initializer(
-            name,
-            dims,
-            1,
-            values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        )
-    }
-
-    fn i32s(name: &str, dims: &[i64], values: &[i32]) -> TensorProto {
-        initializer(
-            name,
-            dims,
-            6,
-            values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        )
-    }
-
-    fn i8s(name: &str, dims: &[i64], values: &[i8]) -> TensorProto {
-        initializer(name, dims, 3, values.iter().map(|&v| v as u8).collect())
-    }
-
-    fn u8s(name: &str, dims: &[i64], values: &[u8]) -> TensorProto {
-        initializer(name, dims, 2, values.to_vec())
-    }
-
-    fn node(op: &str, inputs: &[&str], output: &str, attributes: Vec<AttributeProto>) -> NodeProto {
-        NodeProto {
-            op_type: op.into(),
-            name: format!("{output}_node"),
-            input: inputs.iter().map(|s| s.to_string()).collect(),
-            output: vec![output.into()],
-            attribute: attributes,
-            ..Default::default()
-        }
-    }
-
-    fn ints(name: &str, values: &[i64]) -> AttributeProto {
-        AttributeProto {
-            name: name.into(),
-            ints: values.to_vec(),
-            r#type: pb::attribute_proto::AttributeType::Ints as i32,
-            ..Default::default()
-        }
-    }
-
-    fn int(name: &str, value: i64) -> AttributeProto {
-        AttributeProto {
-            name: name.into(),
-            i: value,
-            r#type: pb::attribute_proto::AttributeType::Int as i32,
-            ..Default::default()
-        }
-    }
-
-    fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
-        use pb::tensor_shape_proto::{Dimension, dimension::Value};
-        use pb::type_proto::{Tensor as TensorType, Value as TypeValue};
-        let dim = dims.iter().map(|&d| Dimension {
-            value: Some(Value::DimValue(d)),
-            ..Default::default()
-        });
-        ValueInfoProto {
-            name: name.into(),
-            r#type: Some(pb::TypeProto {
-                value: Some(TypeValue::TensorType(TensorType {
-                    elem_type: 1,
-                    shape: Some(pb::TensorShapeProto { dim: dim.collect() }),
-                })),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-    }
+    use tessera_core::tract_onnx::pb::{NodeProto, TensorProto};
 
     const X_SCALE: f32 = 0.0625;
     const Y_SCALE: f32 = 0.4;
@@ -844,32 +756,6 @@ mod tests {
             value("y3", &[2, 3]),
         ];
         model_bytes(nodes, initializers, inputs, outputs)
-    }
-
-    /// An opset-13 model of `nodes`, encoded.
-    fn model_bytes(
-        node: Vec<NodeProto>,
-        initializer: Vec<TensorProto>,
-        input: Vec<ValueInfoProto>,
-        output: Vec<ValueInfoProto>,
-    ) -> Vec<u8> {
-        ModelProto {
-            ir_version: 8,
-            opset_import: vec![OperatorSetIdProto {
-                domain: String::new(),
-                version: 13,
-            }],
-            graph: Some(GraphProto {
-                name: "test".into(),
-                node,
-                initializer,
-                input,
-                output,
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-        .encode_to_vec()
     }
 
     /// Inputs on the quantization grid (levels − 100, times a power of two): quantizing them is
