@@ -117,85 +117,71 @@ fn channels_fit(in_channels: usize, out_channels: usize) -> bool {
         && (in_channels < BLOCK || in_channels.is_multiple_of(BLOCK))
 }
 
-/// The blocked convolution for `node` and its data input, when it is an eligible convolution.
-fn blocked_conv_for(
-    model: &TypedModel,
-    node: &TypedNode,
-) -> TractResult<Option<(BlockedConv, OutletId)>> {
-    let Some(&input) = node.inputs.first() else {
-        return Ok(None);
-    };
-    let Some(shape) = concrete_shape(model, input) else {
-        return Ok(None);
-    };
-    if shape.len() != 4 {
-        return Ok(None);
-    }
+/// An eligible convolution, read from the graph's facts (no weight is copied).
+struct Eligible {
+    geometry: Geometry,
+    layout: InputLayout,
+    input: OutletId,
+    kernel: OutletId,
+    /// A `Conv`'s bias; a 1×1 convolution's `EinSum` has none.
+    bias: Option<OutletId>,
+}
 
-    let layout = |channels: usize| {
-        if channels < BLOCK {
-            InputLayout::ChannelsFirst
-        } else {
-            InputLayout::Blocked
-        }
+/// The shape of `outlet` when it is a constant of f32.
+fn constant_shape(model: &TypedModel, outlet: OutletId) -> Option<TVec<usize>> {
+    let fact = model.outlet_fact(outlet).ok()?;
+    (fact.konst.is_some() && fact.datum_type == f32::datum_type())
+        .then(|| fact.shape.as_concrete().map(TVec::from))
+        .flatten()
+}
+
+/// `node` as an eligible convolution, when it is one.
+fn eligible(model: &TypedModel, node: &TypedNode) -> Option<Eligible> {
+    let input = *node.inputs.first()?;
+    let shape = concrete_shape(model, input).filter(|s| s.len() == 4)?;
+    let layout = if shape[1] < BLOCK {
+        InputLayout::ChannelsFirst
+    } else {
+        InputLayout::Blocked
     };
-    if let Some(conv) = node.op_as::<Conv>() {
+    let (geometry, bias) = if let Some(conv) = node.op_as::<Conv>() {
         if conv.group != 1
             || conv.q_params.is_some()
             || conv.kernel_fmt != KernelFormat::OIHW
             || conv.pool_spec.data_format != DataFormat::NCHW
             || node.inputs.len() != 3
         {
-            return Ok(None);
+            return None;
         }
-        let (Some((kernel_shape, kernel)), Some((_, bias))) = (
-            constant(model, node.inputs[1]),
-            constant(model, node.inputs[2]),
-        ) else {
-            return Ok(None);
-        };
-        let Some(window) = Window2d::new(&conv.pool_spec, &shape) else {
-            return Ok(None);
-        };
-        let (in_channels, out_channels) = (shape[1], kernel_shape[0]);
+        let kernel_shape = constant_shape(model, node.inputs[1])?;
+        constant_shape(model, node.inputs[2])?;
+        let window = Window2d::new(&conv.pool_spec, &shape)?;
         if kernel_shape.len() != 4
-            || kernel_shape[1] != in_channels
-            || !channels_fit(in_channels, out_channels)
+            || kernel_shape[1] != shape[1]
             || window.rows.padded_end.is_some()
         {
-            return Ok(None);
+            return None;
         }
         let geometry = Geometry {
             batch: shape[0],
-            in_channels,
-            out_channels,
+            in_channels: shape[1],
+            out_channels: kernel_shape[0],
             rows: window.rows,
             cols: window.cols,
         };
-        if streams_weights(&geometry) {
-            return Ok(None);
-        }
-        let op = BlockedConv::new(geometry, layout(in_channels), &kernel, &bias)?;
-        return Ok(Some((op, input)));
-    }
-    if let Some(einsum) = node.op_as::<EinSum>() {
+        (geometry, Some(node.inputs[2]))
+    } else if let Some(einsum) = node.op_as::<EinSum>() {
         // tract's form of a 1×1 convolution, channels first.
         if einsum.q_params.is_some()
             || einsum.operating_dt != f32::datum_type()
             || einsum.axes.to_string() != "NIHW,OI->NOHW"
             || node.inputs.len() != 2
         {
-            return Ok(None);
+            return None;
         }
-        let Some((weights_shape, weights)) = constant(model, node.inputs[1]) else {
-            return Ok(None);
-        };
-        let (in_channels, out_channels) = (shape[1], weights_shape[0]);
-        if weights_shape.len() != 2
-            || weights_shape[1] != in_channels
-            || !channels_fit(in_channels, out_channels)
-        {
-            return Ok(None);
+        let weights_shape = constant_shape(model, node.inputs[1])?;
+        if weights_shape.len() != 2 || weights_shape[1] != shape[1] {
+            return None;
         }
         let unit = |len: usize| Axis {
             input: len,
@@ -208,18 +194,46 @@ fn blocked_conv_for(
         };
         let geometry = Geometry {
             batch: shape[0],
-            in_channels,
-            out_channels,
+            in_channels: shape[1],
+            out_channels: weights_shape[0],
             rows: unit(shape[2]),
             cols: unit(shape[3]),
         };
-        if streams_weights(&geometry) {
-            return Ok(None);
-        }
-        let op = BlockedConv::new(geometry, layout(in_channels), &weights, &[0.0])?;
-        return Ok(Some((op, input)));
-    }
-    Ok(None)
+        (geometry, None)
+    } else {
+        return None;
+    };
+    (channels_fit(geometry.in_channels, geometry.out_channels) && !streams_weights(&geometry))
+        .then_some(Eligible {
+            geometry,
+            layout,
+            input,
+            kernel: node.inputs[1],
+            bias,
+        })
+}
+
+/// The blocked convolution for `node` and its data input, when it is an eligible convolution.
+fn blocked_conv_for(
+    model: &TypedModel,
+    node: &TypedNode,
+) -> TractResult<Option<(BlockedConv, OutletId)>> {
+    let Some(e) = eligible(model, node) else {
+        return Ok(None);
+    };
+    let (Some((_, kernel)), bias) = (
+        constant(model, e.kernel),
+        e.bias.map(|b| constant(model, b)),
+    ) else {
+        return Ok(None);
+    };
+    let bias = match bias {
+        Some(Some((_, values))) => values,
+        Some(None) => return Ok(None),
+        None => vec![0.0],
+    };
+    let op = BlockedConv::new(e.geometry, e.layout, &kernel, &bias)?;
+    Ok(Some((op, e.input)))
 }
 
 /// Whether a convolution's weights are many for the positions they are used at
@@ -267,15 +281,14 @@ fn member(
 ) -> TractResult<Option<(Member, TVec<usize>)>> {
     let node = model.node(id);
     let conv = match node.op_as::<BlockedConv>() {
-        Some(conv) => Some(conv.clone()),
-        None if planning => blocked_conv_for(model, node)?.map(|(conv, _)| conv),
+        Some(conv) => Some((conv.geometry, conv.input_layout)),
+        None if planning => eligible(model, node).map(|e| (e.geometry, e.layout)),
         None => None,
     };
-    if let Some(conv) = conv {
+    if let Some((g, layout)) = conv {
         let input = node.inputs[0];
-        let reorder = (conv.input_layout == InputLayout::Blocked && !blocked.contains_key(&input))
-            .then_some(input);
-        let g = &conv.geometry;
+        let reorder =
+            (layout == InputLayout::Blocked && !blocked.contains_key(&input)).then_some(input);
         let nchw: TVec<usize> = tvec![g.batch, g.out_channels, g.rows.output, g.cols.output];
         let macs = nchw.iter().product::<usize>() * g.in_channels * g.rows.kernel * g.cols.kernel;
         return Ok(Some((Member::Conv { macs, reorder }, nchw)));
@@ -779,7 +792,7 @@ mod tests {
         assert_eq!(use_blocked_layout(&mut plain.clone()).unwrap(), 0);
         let mut blocked = plain.clone();
         let eligible: Vec<usize> = (0..plain.nodes().len())
-            .filter(|&id| blocked_conv_for(&plain, plain.node(id)).unwrap().is_some())
+            .filter(|&id| eligible(&plain, plain.node(id)).is_some())
             .collect();
         assert_eq!(block(&mut blocked, &eligible).unwrap(), 4);
         assert_eq!(count(&blocked, "BlockedConv"), 4);
