@@ -77,20 +77,10 @@ fn blocked_convolutions(model: &mut TypedModel, ids: &[usize]) -> TractResult<us
     Ok(count)
 }
 
-/// The constant f32 values of `outlet`, with their shape.
-fn constant(model: &TypedModel, outlet: OutletId) -> Option<(TVec<usize>, Vec<f32>)> {
-    let fact = model.outlet_fact(outlet).ok()?;
-    let value = fact.konst.as_ref()?;
-    if value.datum_type() != f32::datum_type() {
-        return None;
-    }
-    let values = value
-        .try_as_plain_ram()
-        .ok()?
-        .as_slice::<f32>()
-        .ok()?
-        .to_vec();
-    Some((value.shape().into(), values))
+/// The constant of `outlet`, when it is one of f32 (read in place: weights are packed from it).
+fn constant(model: &TypedModel, outlet: OutletId) -> Option<Arc<Tensor>> {
+    let value = model.outlet_fact(outlet).ok()?.konst.clone()?;
+    (value.datum_type() == f32::datum_type()).then_some(value)
 }
 
 fn concrete_shape(model: &TypedModel, outlet: OutletId) -> Option<TVec<usize>> {
@@ -221,18 +211,25 @@ fn blocked_conv_for(
     let Some(e) = eligible(model, node) else {
         return Ok(None);
     };
-    let (Some((_, kernel)), bias) = (
-        constant(model, e.kernel),
-        e.bias.map(|b| constant(model, b)),
-    ) else {
+    let Some(kernel) = constant(model, e.kernel) else {
         return Ok(None);
     };
-    let bias = match bias {
-        Some(Some((_, values))) => values,
+    let bias = match e.bias.map(|b| constant(model, b)) {
+        Some(Some(bias)) => Some(bias),
         Some(None) => return Ok(None),
+        None => None,
+    };
+    let kernel = kernel.try_as_plain_ram()?;
+    let bias_values = match &bias {
+        Some(bias) => bias.try_as_plain_ram()?.as_slice::<f32>()?.to_vec(),
         None => vec![0.0],
     };
-    let op = BlockedConv::new(e.geometry, e.layout, &kernel, &bias)?;
+    let op = BlockedConv::new(
+        e.geometry,
+        e.layout,
+        kernel.as_slice::<f32>()?,
+        &bias_values,
+    )?;
     Ok(Some((op, e.input)))
 }
 
@@ -244,7 +241,7 @@ fn streams_weights(g: &Geometry) -> bool {
 }
 
 /// `[N, C/16, H, W, 16]` of a channels-first 4-D shape.
-fn blocked_shape(shape: &[usize]) -> TVec<usize> {
+pub fn blocked_shape(shape: &[usize]) -> TVec<usize> {
     tvec![shape[0], shape[1] / BLOCK, shape[2], shape[3], BLOCK]
 }
 
@@ -683,6 +680,14 @@ impl TypedOp for Reorder {
     }
 }
 
+/// Test values in [-1, 1), a pattern without short repeats, by `seed`.
+#[cfg(test)]
+pub fn test_values(len: usize, seed: usize) -> Vec<f32> {
+    (0..len)
+        .map(|i| ((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0)
+        .collect()
+}
+
 /// `x` of channels-first `shape` (`[N, C, H, W]`, `C` a multiple of 16) in the blocked layout.
 #[cfg(test)]
 pub fn blocked_values(x: &[f32], shape: &[usize]) -> Vec<f32> {
@@ -695,17 +700,12 @@ pub fn blocked_values(x: &[f32], shape: &[usize]) -> Vec<f32> {
 
 #[cfg(test)]
 mod tests {
+    use super::test_values as values;
     use super::*;
     use crate::onnx_test_graph::*;
     use tessera_core::model::specialize::Lowering;
     use tessera_core::{Model, Tensor as TesseraTensor};
     use tract_linalg::multithread::{Executor, multithread_tract_scope};
-
-    fn values(len: usize, seed: usize) -> Vec<f32> {
-        (0..len)
-            .map(|i| ((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0)
-            .collect()
-    }
 
     /// An RGB convolution (stride 2, channels-first input), a ReLU that is also a model output,
     /// a max pool, a 1×1 convolution with bias and ReLU, a 3×3 one of a second input (16

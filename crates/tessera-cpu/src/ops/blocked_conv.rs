@@ -826,7 +826,7 @@ mod avx512 {
 mod tests {
     use super::super::gemm_common::Operand;
     use super::*;
-    use crate::blocked_layout::blocked_values;
+    use crate::blocked_layout::{blocked_values, test_values as values};
     use tract_linalg::multithread::{Executor, multithread_tract_scope};
 
     /// (input channels, output channels, height, width, kernel, stride, padding, dilation)
@@ -861,12 +861,6 @@ mod tests {
             rows: axis(h),
             cols: axis(w),
         }
-    }
-
-    fn values(len: usize, seed: usize) -> Vec<f32> {
-        (0..len)
-            .map(|i| ((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0)
-            .collect()
     }
 
     /// The definition in f64, output `[N, O, OH, OW]` as `[N, O/16, OH, OW, 16]`.

@@ -52,13 +52,8 @@ impl BlockedPool {
         }
     }
 
-    /// `[N, C/16, H, W, 16]` of the channels-first `shape`.
-    fn blocked(shape: &[usize]) -> TVec<usize> {
-        tvec![shape[0], shape[1] / BLOCK, shape[2], shape[3], BLOCK]
-    }
-
     pub fn output_shape(&self) -> TVec<usize> {
-        Self::blocked(&self.window.output_shape)
+        crate::blocked_layout::blocked_shape(&self.window.output_shape)
     }
 
     /// `output` = the pool of `input`, both blocked. A window with no input element gives
