@@ -8,16 +8,12 @@ mod bin_chain;
 mod blocked_conv;
 #[cfg(target_arch = "x86_64")]
 mod blocked_pool;
-#[cfg(not(target_family = "wasm"))]
 mod conv_gemm;
-#[cfg(not(target_family = "wasm"))]
 mod conv_transpose;
 mod depthwise_conv;
 mod downsample;
-#[cfg(not(target_family = "wasm"))]
 pub(crate) mod gemm_common;
 mod lrn;
-#[cfg(not(target_family = "wasm"))]
 mod matmul_gemm;
 mod max_pool;
 pub(crate) mod pool_2d;
@@ -29,13 +25,11 @@ mod quantized_depthwise_conv;
 mod quantized_tap_products;
 mod reduce_extremum;
 mod softmax;
-#[cfg(not(target_family = "wasm"))]
 mod tap_products;
 mod weight_zero_point;
 
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::ops::Downsample;
-#[cfg(not(target_family = "wasm"))]
 use tessera_core::tract_onnx::tract_core::ops::cnn::Deconv;
 use tessera_core::tract_onnx::tract_core::ops::cnn::{Conv, MaxPool, SumPool};
 use tessera_core::tract_onnx::tract_core::ops::nn::{Reduce, Softmax};
@@ -46,14 +40,11 @@ pub use bin_chain::FastBinChain;
 pub use blocked_conv::{BlockedConv, Geometry, InputLayout};
 #[cfg(target_arch = "x86_64")]
 pub use blocked_pool::BlockedPool;
-#[cfg(not(target_family = "wasm"))]
 pub use conv_gemm::FastConv;
-#[cfg(not(target_family = "wasm"))]
 pub use conv_transpose::FastConvTranspose;
 pub use depthwise_conv::FastDepthwiseConv;
 pub use downsample::FastDownsample;
 pub use lrn::FastLrn;
-#[cfg(not(target_family = "wasm"))]
 pub use matmul_gemm::FastMatMul;
 pub use max_pool::FastMaxPool;
 pub use quantize_linear::{
@@ -179,7 +170,6 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
         if !f32_input {
             continue;
         }
-        #[cfg(not(target_family = "wasm"))]
         if let Some(fast) = node
             .op_as::<tessera_core::tract_onnx::tract_core::ops::einsum::EinSum>()
             .filter(|_| node.inputs.len() == 2 && all_inputs_f32(model, node))
@@ -222,7 +212,6 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
         {
             model.node_mut(id).op = Box::new(fast);
         } else {
-            #[cfg(not(target_family = "wasm"))]
             if let Some(fast) = node
                 .op_as::<Deconv>()
                 .filter(|_| node.inputs.len() == 3 && all_inputs_f32(model, node))
@@ -240,7 +229,6 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
                 model.node_mut(id).op = Box::new(fast);
                 continue;
             }
-            #[cfg(not(target_family = "wasm"))]
             if let Some(fast) = node
                 .op_as::<Conv>()
                 .filter(|_| node.inputs.len() == 3 && all_inputs_f32(model, node))
@@ -264,7 +252,6 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
             }
         }
     }
-    #[cfg(not(target_family = "wasm"))]
     {
         gemm_common::fuse_epilogues::<FastConv>(model)?;
         gemm_common::fuse_epilogues::<FastMatMul>(model)?;
@@ -276,7 +263,6 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
 /// rewires the node to the laid-out constant; `false` (nothing changed) when the kernel is
 /// computed at run time. Rearranging on every run cost 2.4 MB of copying for 256 channels of a
 /// 3×3 convolution, on one thread.
-#[cfg(not(target_family = "wasm"))]
 fn lay_out_constant_kernel(
     model: &mut TypedModel,
     id: usize,
