@@ -5,9 +5,10 @@
 //! channels) gather their inputs lazily, one panel of the product's columns at a time, when the
 //! kernel has 6 taps or more. The last panel of a product whose columns are not a multiple of the
 //! kernel's width is left holding whatever its scratch buffer held in the unused lanes, and the
-//! kernel multiplies those before dropping the results: bytes that decode to subnormal floats
-//! slow every multiplication they reach. Silero's STFT (4 output positions: every panel partial)
-//! took 3.4 ms instead of 0.07 in Chromium on a fresh page, whose heap held small integers there.
+//! kernel multiplies those before dropping the results; old bytes read as subnormal floats are
+//! the likely cost (tract zeroes the same lanes in its eager path for that reason). Silero's STFT
+//! (4 output positions: every panel partial) took 3.4 ms instead of 0.05 in Chromium on a fresh
+//! page.
 //! Tessera has tract gather eagerly (a buffer whose unused lanes it zeroes) unless the gathered
 //! matrix would be large (tract's own size rule: 1 MiB in wasm, 4 MiB natively), where lazy
 //! gathering saves memory and only the last of many panels is partial, or the weights fit one
