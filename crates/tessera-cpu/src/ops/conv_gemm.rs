@@ -213,6 +213,13 @@ struct Layout {
     direct: bool,
 }
 
+/// Output channels per group below which a convolution stays with tract. A few channels over
+/// many positions pay on gemm too (MTCNN's first layer: 3 → 10 channels over 118×158
+/// positions). Native, 1 thread, interleaved runs: mtcnn_pnet 0.83×, ppocr_mobile_cls 0.94× with
+/// 4 instead of 16, the other shared models within ±2%; 1 (MTCNN's 2-channel heads too)
+/// measured 1.00–1.05× against 4.
+const MIN_OUT_CHANNELS: usize = 4;
+
 impl FastConv {
     /// The fast version of `conv` on an input of `shape`, when it applies: float (not quantized),
     /// channels first (or last, on the per-tap path only), one or two spatial axes, the kernel as
@@ -289,11 +296,12 @@ impl FastConv {
         (!channels_last || fast.shifted_taps().is_some()).then_some(fast)
     }
 
-    /// Whether the product is wide enough for `gemm` (see [`MIN_SIDE`](super::gemm_common::MIN_SIDE)).
+    /// Whether the product is wide enough for `gemm`: enough output positions (see
+    /// [`MIN_SIDE`](super::gemm_common::MIN_SIDE)) and [`MIN_OUT_CHANNELS`] per group.
     pub fn worth_it(&self) -> bool {
         let positions = self.window.rows.output * self.window.cols.output;
         positions >= super::gemm_common::MIN_SIDE
-            && self.out_channels / self.group >= super::gemm_common::MIN_SIDE
+            && self.out_channels / self.group >= MIN_OUT_CHANNELS
     }
 
     /// The parallel work over `batch` images of `tiles` tiles per channel group: the tiles, each
