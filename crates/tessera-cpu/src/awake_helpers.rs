@@ -14,13 +14,19 @@
 //! kernels). Idle for a while, it lets other threads on its core run between its looks, so that
 //! more threads than cores do not starve the caller (4 threads on these 2 cores: as fast as
 //! before the helpers; spinning without yielding, 1.4× slower).
+//!
+//! In the browser's threaded module a run is a job on a worker of rayon's global pool (Web
+//! Workers): the other workers of that pool are its helpers ([`during_global_run`]). There a
+//! sleeping worker waits in `Atomics.wait` and is woken by a notify, slower still than a futex.
 
 use crate::parallel::Shared;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// `std::time::Instant` panics in browsers; web-time is std's natively.
 use tract_linalg::multithread::{Executor, current_tract_executor};
+use web_time::Instant;
 
 /// How long helpers stay awake after a run: covers the gap between back-to-back runs, short
 /// enough that an idle session soon frees its cores.
@@ -49,9 +55,39 @@ thread_local! {
     static HELPING: Cell<bool> = const { Cell::new(false) };
 }
 
+/// Runs `run` with the other workers of rayon's global pool awake as helpers, when this thread
+/// is one of its workers and the run's executor is that pool (the browser's threaded module);
+/// else just runs it. Each calling thread has its crew, so that runs on two workers at once
+/// keep their loops apart.
+#[cfg_attr(not(target_family = "wasm"), allow(dead_code))]
+pub fn during_global_run<R>(run: impl FnOnce() -> R) -> R {
+    thread_local! {
+        static GLOBAL_CREW: Arc<Crew> = Arc::default();
+    }
+    let caller = rayon::current_thread_index();
+    let ours = matches!(current_tract_executor(), Executor::RayonGlobal)
+        && caller.is_some()
+        // Not from inside another crew's helper (a run picked up while it looked for jobs).
+        && !HELPING.get()
+        && rayon::current_num_threads() > 1;
+    if !ours {
+        return run();
+    }
+    GLOBAL_CREW.with(|crew| {
+        crew.with_helpers(rayon::current_num_threads() - 1, run, |crew| {
+            rayon::spawn_broadcast(move |context| {
+                if Some(context.index()) != caller {
+                    crew.help();
+                }
+            })
+        })
+    })
+}
+
 impl Crew {
     /// Runs `run` with the pool's other workers awake as helpers, when the run's executor is
     /// `pool` and this thread is its worker 0; else just runs it.
+    #[cfg_attr(target_family = "wasm", allow(dead_code))]
     pub fn during_run<R>(
         self: &Arc<Self>,
         pool: &Arc<rayon::ThreadPool>,
@@ -64,6 +100,23 @@ impl Crew {
         if !ours {
             return run();
         }
+        self.with_helpers(pool.current_num_threads() - 1, run, |crew| {
+            pool.spawn_broadcast(move |context| {
+                if context.index() != 0 {
+                    crew.help();
+                }
+            })
+        })
+    }
+
+    /// Runs `run` as this crew's run, first sending helpers (`send_helpers`: one job to each of
+    /// the `others` workers) unless they are all awake still.
+    fn with_helpers<R>(
+        self: &Arc<Self>,
+        others: usize,
+        run: impl FnOnce() -> R,
+        send_helpers: impl FnOnce(Arc<Crew>),
+    ) -> R {
         /// Ends the run on every exit, unwinding included, so that helpers never spin forever.
         struct Ending<'a>(&'a Crew);
         impl Drop for Ending<'_> {
@@ -75,13 +128,8 @@ impl Crew {
         // SeqCst pairs with the helpers' own check on leaving (see `help`): either they see this
         // run, or this sees them gone and sends new ones.
         self.running.store(true, Ordering::SeqCst);
-        if self.awake.load(Ordering::SeqCst) < pool.current_num_threads() - 1 {
-            let crew = self.clone();
-            pool.spawn_broadcast(move |context| {
-                if context.index() != 0 {
-                    crew.help();
-                }
-            });
+        if self.awake.load(Ordering::SeqCst) < others {
+            send_helpers(self.clone());
         }
         ACTIVE.set(Some(self.clone()));
         let _ending = Ending(self);
@@ -243,6 +291,55 @@ mod tests {
                 assert!(crew.awake.load(Ordering::SeqCst) <= 1);
             }
             wait_until("the helper left", || crew.awake.load(Ordering::SeqCst) == 0);
+        });
+    }
+
+    #[test]
+    fn a_run_on_a_worker_of_the_global_pool_has_the_others_as_helpers() {
+        // As in the browser's threaded module: the run is a job on one of the global pool's
+        // workers, tract's executor that pool. (A 2-worker global pool unless a test built it
+        // first; every machine that runs these has at least 2 cores.)
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build_global();
+        assert!(
+            rayon::current_num_threads() >= 2,
+            "a global pool of one worker"
+        );
+        let threads = Mutex::new(HashSet::new());
+        let (sums, crew) = rayon::scope(|_| {
+            assert!(rayon::current_thread_index().is_some());
+            multithread_tract_scope(Executor::RayonGlobal, || {
+                during_global_run(|| {
+                    let crew = Crew::active().expect("a crew for the run");
+                    let mut sums = vec![];
+                    for round in 0..3 {
+                        let total = AtomicUsize::new(0);
+                        crate::parallel::for_each(32, 0, |_, i| {
+                            std::thread::sleep(Duration::from_millis(1));
+                            threads.lock().unwrap().insert(std::thread::current().id());
+                            total.fetch_add(i + round, Ordering::Relaxed);
+                            Ok(())
+                        })
+                        .unwrap();
+                        sums.push(total.into_inner());
+                    }
+                    (sums, crew)
+                })
+            })
+        });
+        assert_eq!(sums, [496, 528, 560]);
+        assert!(threads.lock().unwrap().len() >= 2, "a helper took tasks");
+        assert!(Crew::active().is_none());
+        wait_until("the helpers left after the run", || {
+            crew.awake.load(Ordering::SeqCst) == 0
+        });
+        // Outside the pool, or on another executor, a run has no helpers.
+        assert!(during_global_run(|| Crew::active().is_none()));
+        rayon::scope(|_| {
+            multithread_tract_scope(Executor::SingleThread, || {
+                assert!(during_global_run(|| Crew::active().is_none()))
+            })
         });
     }
 

@@ -8,10 +8,11 @@
 //! calling thread alone. With a pool, the first runs of each plan compare pooled and
 //! single-threaded execution and keep the faster ([`threading`]), so more threads are never
 //! slower than one. In the browser's threaded module (wasm with `+atomics`) the pool is rayon's
-//! global one, in Web Workers started by wasm-bindgen-rayon. Plans are built per input signature
+//! global one, in Web Workers started by wasm-bindgen-rayon, its other workers kept awake while
+//! a run lasts as well. Plans are built per input signature
 //! (shapes plus the values of folded inputs) and kept in a small cache.
 
-#[cfg(not(target_family = "wasm"))]
+#[cfg(pooled)]
 mod awake_helpers;
 #[cfg(target_arch = "x86_64")]
 mod blocked_layout;
@@ -57,12 +58,15 @@ type Plan = Arc<PlanEntry>;
 const PLAN_CACHE_SIZE: usize = 8;
 
 /// Runs `run` on `executor`, with the pool's other workers kept awake for it where the pool is
-/// this thread's own ([`own_pool::during_run`]).
+/// this thread's own ([`own_pool::during_run`]) or, in the browser's threaded module, rayon's
+/// global pool ([`awake_helpers::during_global_run`]).
 fn run_on<R>(executor: Executor, run: impl FnOnce() -> R) -> R {
     multithread_tract_scope(executor, || {
         #[cfg(not(target_family = "wasm"))]
         return own_pool::during_run(run);
-        #[cfg(target_family = "wasm")]
+        #[cfg(all(pooled, target_family = "wasm"))]
+        return awake_helpers::during_global_run(run);
+        #[cfg(not(pooled))]
         run()
     })
 }

@@ -58,7 +58,6 @@ pub fn for_each(
             Executor::MultiThread(pool)
                 if pool.current_num_threads() > 1 && pool.current_thread_index().is_some() =>
             {
-                #[cfg(not(target_family = "wasm"))]
                 if let Some(crew) = crate::awake_helpers::Crew::active() {
                     return crew.share(tasks, &one);
                 }
@@ -67,7 +66,12 @@ pub fn for_each(
             Executor::MultiThread(pool) if pool.current_num_threads() > 1 => {
                 return shared_with_caller(&pool, tasks, &one);
             }
-            Executor::RayonGlobal => return (0..tasks).into_par_iter().try_for_each(one),
+            Executor::RayonGlobal => {
+                if let Some(crew) = crate::awake_helpers::Crew::active() {
+                    return crew.share(tasks, &one);
+                }
+                return (0..tasks).into_par_iter().try_for_each(one);
+            }
             _ => {}
         }
     }
