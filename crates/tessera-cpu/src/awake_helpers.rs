@@ -241,25 +241,32 @@ mod tests {
         }
     }
 
+    /// Three parallel loops of 32 tasks; their sums (496, 528, 560). Records the threads that
+    /// ran tasks.
+    fn three_loops(threads: &Mutex<HashSet<std::thread::ThreadId>>) -> Vec<usize> {
+        (0..3)
+            .map(|round| {
+                let total = AtomicUsize::new(0);
+                crate::parallel::for_each(32, 0, |_, i| {
+                    // Long enough tasks that the caller alone cannot take them all.
+                    std::thread::sleep(Duration::from_millis(1));
+                    threads.lock().unwrap().insert(std::thread::current().id());
+                    total.fetch_add(i + round, Ordering::Relaxed);
+                    Ok(())
+                })
+                .unwrap();
+                total.into_inner()
+            })
+            .collect()
+    }
+
     #[test]
     fn a_run_s_loops_are_shared_with_a_helper_that_leaves_after_the_run() {
         on_own_pool(|pool, crew| {
             let threads = Mutex::new(HashSet::new());
             let sums = crew.during_run(pool, || {
                 assert!(Crew::active().is_some());
-                let mut sums = vec![];
-                for round in 0..3 {
-                    let total = std::sync::atomic::AtomicUsize::new(0);
-                    crate::parallel::for_each(32, 0, |_, i| {
-                        // Long enough tasks that the caller alone cannot take them all.
-                        std::thread::sleep(Duration::from_millis(1));
-                        threads.lock().unwrap().insert(std::thread::current().id());
-                        total.fetch_add(i + round, Ordering::Relaxed);
-                        Ok(())
-                    })
-                    .unwrap();
-                    sums.push(total.into_inner());
-                }
+                let sums = three_loops(&threads);
                 assert_eq!(crew.awake.load(Ordering::SeqCst), 1, "one helper awake");
                 sums
             });
@@ -312,19 +319,7 @@ mod tests {
             multithread_tract_scope(Executor::RayonGlobal, || {
                 during_global_run(|| {
                     let crew = Crew::active().expect("a crew for the run");
-                    let mut sums = vec![];
-                    for round in 0..3 {
-                        let total = AtomicUsize::new(0);
-                        crate::parallel::for_each(32, 0, |_, i| {
-                            std::thread::sleep(Duration::from_millis(1));
-                            threads.lock().unwrap().insert(std::thread::current().id());
-                            total.fetch_add(i + round, Ordering::Relaxed);
-                            Ok(())
-                        })
-                        .unwrap();
-                        sums.push(total.into_inner());
-                    }
-                    (sums, crew)
+                    (three_loops(&threads), crew)
                 })
             })
         });
