@@ -42,7 +42,7 @@ const RECHECK_EVERY: usize = 200;
 const RECHECK_AFTER: Duration = Duration::from_secs(10);
 /// The first decision is re-examined sooner: a core busy for a moment while the pool's block was
 /// timed (another process starting or exiting) kept one thread on magika, where two are 1.6×
-/// faster, for a whole benchmark. After 1 s, whatever the number of runs: in Chromium the pool's
+/// faster, for a whole benchmark. After 1 s and as few as 10 runs: in Chromium the pool's
 /// first runs of minilm (47 ms each) are often slower than one thread's until V8 has compiled
 /// their code with its optimizing tier, and 50 runs kept the wrong choice for 2.4 s.
 const FIRST_RECHECK_EVERY: usize = 10;
@@ -253,20 +253,23 @@ mod tests {
         assert_eq!(c.decided(), Some(Mode::SingleThread));
     }
 
+    /// Records runs of `took_ms` in the decided `mode` until the decision is re-examined.
+    fn runs_until_re_examined(c: &mut Calibration, mode: Mode, took_ms: u64) -> usize {
+        let mut runs = 0;
+        while c.decided().is_some() {
+            c.record(mode, ms(took_ms));
+            runs += 1;
+        }
+        runs
+    }
+
     #[test]
     fn decisions_are_re_examined_after_enough_runs_and_time() {
         let mut c = Calibration::default();
         calibrate(&mut c, |mode, _| if mode == Mode::Pool { 5 } else { 10 });
         assert_eq!(c.decided(), Some(Mode::Pool));
-        let recheck = |c: &mut Calibration| {
-            let mut runs = 0;
-            while c.decided().is_some() {
-                c.record(Mode::Pool, ms(5));
-                runs += 1;
-            }
-            runs as u128
-        };
-        // The first decision: 50 runs of 5 ms are only 0.25 s, it stands until 1 s has run.
+        let recheck = |c: &mut Calibration| runs_until_re_examined(c, Mode::Pool, 5) as u128;
+        // The first decision: 10 runs of 5 ms are only 0.05 s, it stands until 1 s has run.
         assert_eq!(recheck(&mut c), FIRST_RECHECK_AFTER.as_millis() / 5);
         assert_eq!(c.decided(), None, "a fresh comparison starts");
         calibrate(&mut c, |mode, _| if mode == Mode::Pool { 5 } else { 10 });
@@ -287,11 +290,7 @@ mod tests {
         let mut c = Calibration::default();
         calibrate(&mut c, |mode, _| if mode == Mode::Pool { 50 } else { 47 });
         assert_eq!(c.decided(), Some(Mode::SingleThread));
-        let mut runs = 0;
-        while c.decided().is_some() {
-            c.record(Mode::SingleThread, ms(47));
-            runs += 1;
-        }
+        let runs = runs_until_re_examined(&mut c, Mode::SingleThread, 47);
         assert_eq!(runs, 22, "1 s of 47 ms runs");
         calibrate(&mut c, |mode, _| if mode == Mode::Pool { 28 } else { 47 });
         assert_eq!(c.decided(), Some(Mode::Pool));
