@@ -946,6 +946,17 @@ mod tests {
                 }
                 InputLayout::ChannelsFirst => x.clone(),
             };
+            if !avx512::runs_here() {
+                // The kernel is AVX-512 code, and the blocked layout is planned only where it runs
+                // (blocked_layout.rs): elsewhere the op refuses, never computes. Its numbers are
+                // checked on AVX-512 CPUs.
+                let mut got = vec![0.0; op.output_shape().iter().product()];
+                let refused = op.compute(&input, &mut got).unwrap_err().to_string();
+                assert!(refused.contains("AVX-512 only"), "{refused}");
+                assert!(!crate::blocked_layout::runs_here());
+                eprintln!("case {case:?}: no AVX-512 here, the refusal checked, not the sums");
+                continue;
+            }
             let want = reference(&g, &x, &k, &bias, &op.epilogue);
             for threads in [1, 2] {
                 let mut got = vec![f32::NAN; want.len()];

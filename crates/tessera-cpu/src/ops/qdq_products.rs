@@ -781,7 +781,17 @@ mod tests {
 
     fn counting_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
         let count = integer_products_where(typed, model, true)?;
-        ensure!(count == 3, "{count} products rewritten, expected 3");
+        // Where Tessera's VNNI kernel does not take the integer convolution, it is rewritten
+        // once more, into exact f32 sums.
+        let expected = if super::super::quantized_tap_products::available() {
+            3
+        } else {
+            4
+        };
+        ensure!(
+            count == expected,
+            "{count} products rewritten, expected {expected}"
+        );
         Ok(())
     }
 
