@@ -92,4 +92,13 @@ if [ "$failed" -ne 0 ]; then
     echo "web/build.sh: wasm-bindgen or wasm-opt failed (above)" >&2
     exit 1
 fi
+# wasm-bindgen-rayon's worker starter gives way to Tessera's (src/pool-workers.js): the same Web
+# Workers in browsers, and worker_threads in Node.js, which the crate's file cannot start.
+helpers=(dist/wasm-threads/snippets/wasm-bindgen-rayon-*/src/workerHelpers*.js)
+if [ "${#helpers[@]}" -ne 1 ] || [ ! -f "${helpers[0]}" ] \
+    || ! grep -q '^export async function startWorkers(module, memory, builder)' "${helpers[0]}"; then
+    echo "web/build.sh: wasm-bindgen-rayon's worker starter not found as expected: ${helpers[*]}" >&2
+    exit 1
+fi
+cp src/pool-workers.js "${helpers[0]}"
 cp src/index.js src/index.d.ts dist/

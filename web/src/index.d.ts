@@ -55,8 +55,8 @@ export interface SessionOptions {
   preferredOutputLocation?: 'cpu' | 'gpu-buffer';
   /**
    * The cpu's threads (default `env.wasm.numThreads`, else 1; 0: that default). More than one
-   * runs the threaded module, on a cross-origin isolated page only: elsewhere one thread, with a
-   * console warning saying why.
+   * runs the threaded module, in Node.js (worker_threads) and on a cross-origin isolated page:
+   * on other pages one thread, with a console warning saying why.
    */
   numThreads?: number;
 }

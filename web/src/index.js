@@ -1,8 +1,8 @@
 // Tessera for browsers and Node.js: run one ONNX file on WebGPU or on the cpu (wasm SIMD).
 // The API follows onnxruntime-web (InferenceSession, Tensor) so its users switch by changing
 // the import. The work is done by the Rust module (crates/tessera-wasm), built twice: ./wasm/
-// (cpu on one thread, and WebGPU) and ./wasm-threads/ (the cpu on a pool of Web Workers sharing
-// its memory; it needs a cross-origin isolated page).
+// (cpu on one thread, and WebGPU) and ./wasm-threads/ (the cpu on a pool of workers sharing its
+// memory: Web Workers on a cross-origin isolated page, worker_threads in Node.js).
 
 import * as firstGlue from './wasm/tessera_wasm.js';
 
@@ -98,11 +98,30 @@ class Instance {
   /** `call` for a call that returns a promise: it also rejects if the instance dies meanwhile. */
   async callAsync(f) {
     const promise = this.call(f);
-    return Promise.race([promise, this.died]);
+    // In Node.js a pool worker's answer arrives through Atomics.waitAsync, which does not keep
+    // the process alive, and the workers are unreferenced: a timer does, while the call lasts.
+    const keepAlive = isNode && MODULES[this.kind].threaded ? setInterval(() => {}, 2 ** 30) : undefined;
+    try {
+      return await Promise.race([promise, this.died]);
+    } finally {
+      clearInterval(keepAlive);
+    }
   }
 }
 
 const compiled = {};
+
+/**
+ * Node.js 20's V8 (11.3) runs the threaded module's pool wrongly in Liftoff, its baseline wasm
+ * compiler: the pool's workers never take the jobs rayon sends them, and the pool hangs as it
+ * starts (measured; with --no-liftoff, or in Chromium 156, it runs). So before that module
+ * compiles, Liftoff is turned off for the process (V8's flags are per process): its wasm then
+ * compiles with the optimizing tier only. Newer Node.js versions were not checked.
+ */
+async function withoutLiftoff() {
+  const v8 = await import('node:v8');
+  v8.setFlagsFromString('--no-liftoff');
+}
 
 /** The compiled module of a kind (in Node.js from the file beside this one), compiled once for all instances. */
 function compiledModule(kind) {
@@ -110,6 +129,7 @@ function compiledModule(kind) {
     const url = new URL(`./${MODULES[kind].dir}/tessera_wasm_bg.wasm`, import.meta.url);
     if (isNode && url.protocol === 'file:') {
       const { readFile } = await import('node:fs/promises');
+      if (MODULES[kind].threaded) await withoutLiftoff();
       return WebAssembly.compile(await readFile(url));
     }
     const response = await fetch(url);
@@ -156,9 +176,9 @@ let warnedNotIsolated = false;
 
 /**
  * Which module runs a session on `backend` with `options`, and on how many threads: `{ kind,
- * threads, why }`. Threads need the threaded module, which needs a cross-origin isolated page
- * (SharedArrayBuffer); where that is missing the session runs on one thread and the console
- * says why, once.
+ * threads, why }`. Threads need the threaded module, which needs SharedArrayBuffer: Node.js has
+ * it, a page only when cross-origin isolated; where that is missing the session runs on one
+ * thread and the console says why, once.
  */
 function threading(backend, options) {
   const asked = options.numThreads ?? env.wasm.numThreads ?? 0;
@@ -167,10 +187,8 @@ function threading(backend, options) {
   }
   const wanted = asked || 1;
   if (backend === 'webgpu' || backend === 'wgpu' || wanted === 1) return { kind: 'single', threads: 1, why: '' };
-  if (isNode) {
-    return { kind: 'single', threads: 1, why: 'Node.js runs the one-threaded module (the threaded one starts Web Workers)' };
-  }
-  if (!globalThis.crossOriginIsolated) {
+  // Node.js shares memory between worker_threads without isolation.
+  if (!isNode && !globalThis.crossOriginIsolated) {
     const why = 'the page is not cross-origin isolated, so wasm threads are off';
     if (!warnedNotIsolated) {
       warnedNotIsolated = true;
@@ -350,8 +368,9 @@ export class InferenceSession {
    * GPU memory (Tensors with location 'gpu-buffer') to feed later runs without a copy; on the
    * cpu backend outputs are on the cpu whatever this says (their `location` tells).
    * options.numThreads: the cpu's threads (default `env.wasm.numThreads`, else 1). More than one
-   * runs the threaded module, on a cross-origin isolated page only (else one thread, with a
-   * console warning); `session.numThreads` and `session.backendReason` say what was used and why.
+   * runs the threaded module, in Node.js and on a cross-origin isolated page (on other pages one
+   * thread, with a console warning); `session.numThreads` and `session.backendReason` say what
+   * was used and why.
    */
   static async create(model, options = {}) {
     const backend = options.backend ?? providerName(options.executionProviders?.[0]) ?? 'auto';

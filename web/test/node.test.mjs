@@ -1,10 +1,14 @@
 // The package in Node.js (cpu backend; Node has no WebGPU): every shared real model against its
-// expected outputs, and what happens when WebGPU is asked for where there is none.
+// expected outputs, on one thread and on the threaded module's pool of worker_threads, and what
+// happens when WebGPU is asked for where there is none.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { InferenceSession, Tensor, buildInfo } from '../dist/index.js';
+import { spawnSync } from 'node:child_process';
+import { InferenceSession, Tensor, buildInfo, moduleStatus } from '../dist/index.js';
 import { checkModel } from './harness.js';
 import { modelsDir, sharedModels } from './models.mjs';
 
@@ -45,13 +49,40 @@ test('webgpu where there is none is refused with the reason, never run elsewhere
   await session.release();
 });
 
-test('threads asked for in Node.js: one thread, and the reason says why', async () => {
-  const session = await InferenceSession.create(await read('mtcnn_rnet/model.onnx'), { backend: 'cpu', numThreads: 2 });
-  assert.equal(session.numThreads, 1);
-  assert.match(session.backendReason, /^cpu requested; 1 thread: Node\.js runs the one-threaded module/);
-  const out = await session.run({ input_2: new Tensor('float32', new Float32Array(24 * 24 * 3), [1, 24, 24, 3]) });
-  assert.deepEqual(Object.keys(out).sort(), ['dense_2', 'softmax_1']);
-  await session.release();
+test('every shared real model on the threaded module in Node.js (2 worker_threads) matches its expected outputs', { timeout: 20 * 60_000 }, async () => {
+  const failed = [];
+  for (const model of sharedModels()) {
+    const result = await checkModel(read, model.name, 'cpu', model.files, { numThreads: 2 });
+    console.log(`${result.pass ? 'ok  ' : 'FAIL'} ${model.name.padEnd(28)} run ${result.runMs.toFixed(0).padStart(6)} ms, 2 threads`);
+    assert.equal(result.threads, 2, `${model.name}: ${result.reason}`);
+    assert.equal(result.reason, 'cpu requested; 2 threads (wasm threads)');
+    if (!result.pass) failed.push(model.name);
+  }
+  assert.deepEqual(failed, []);
+  assert.equal(moduleStatus().threaded.threads, 2);
+});
+
+test('a Node.js process whose sessions use the pool exits when its work is done', () => {
+  // The pool's workers must not keep the process alive, and a run in flight must (the script's
+  // last await is the run).
+  const script = `
+    import { readFile } from 'node:fs/promises';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+    import { InferenceSession, Tensor } from ${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)};
+    const bytes = new Uint8Array(await readFile(${JSON.stringify(join(modelsDir, 'mtcnn_rnet/model.onnx'))}));
+    const session = await InferenceSession.create(bytes, { backend: 'cpu', numThreads: 2 });
+    const out = await session.run({ input_2: new Tensor('float32', new Float32Array(24 * 24 * 3), [1, 24, 24, 3]) });
+    console.log(session.numThreads, Object.keys(out).sort().join(','));`;
+  const file = join(mkdtempSync(join(tmpdir(), 'tessera-')), 'pool-exits.mjs');
+  writeFileSync(file, script);
+  // Run as a plain script, not as a child of the test runner.
+  const env = { ...process.env };
+  delete env.NODE_TEST_CONTEXT;
+  const child = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 120_000, env });
+  assert.equal(child.error, undefined, `the process did not exit: ${child.error}`);
+  assert.equal(child.status, 0, child.stderr);
+  assert.equal(child.stdout.trim(), '2 dense_2,softmax_1');
 });
 
 test('onnxruntime-web style options and metadata', async () => {

@@ -1,0 +1,54 @@
+// Benchmark (not a test): the shared real models in Node.js on Tessera's cpu (the one-threaded
+// module, or the threaded one on a pool of worker_threads) and on onnxruntime-web's wasm backend,
+// interleaved per model, both on the same number of threads. Prints median latencies and ratios
+// tessera/ort, one table per thread count; each thread count runs in a fresh Node.js process,
+// since onnxruntime-web reads its setting once, when its module starts.
+// Usage: node bench/node_vs_ort_web.mjs [--runs N] [--warmup W] [--models a,b] [--threads 1,2]
+import { spawnSync } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { modelsDir, sharedModels } from '../test/models.mjs';
+import { measure } from './measure.js';
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, arg, i, all) => (arg.startsWith('--') ? [...pairs, [arg.slice(2), all[i + 1]]] : pairs), []));
+const runs = Number(args.runs ?? 10);
+const warmup = Number(args.warmup ?? 2);
+const only = args.models?.split(',');
+const models = sharedModels().filter((m) => !only || only.includes(m.name));
+
+if (args.child === undefined) {
+  for (const threads of (args.threads ?? '1').split(',')) {
+    const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), ...process.argv.slice(2), '--child', threads], { stdio: 'inherit' });
+    if (child.status !== 0) process.exit(child.status ?? 1);
+  }
+} else {
+  const threads = Number(args.child);
+  const tessera = await import('../dist/index.js');
+  const ort = await import('onnxruntime-web');
+  ort.env.wasm.numThreads = threads;
+  ort.env.logLevel = 'error';
+  tessera.env.wasm.numThreads = threads;
+  const read = async (path) => new Uint8Array(await readFile(join(modelsDir, path)));
+
+  console.log(`Node.js ${process.version}, ${cpus().length} cores (${cpus()[0]?.model}), onnxruntime-web ${ort.env.versions?.web ?? '?'}; median of ${runs} runs after ${warmup} warm-up; cpu on ${threads} thread(s) each`);
+  console.log('| model | tessera ms | ort-web ms | ratio |');
+  console.log('| --- | --- | --- | --- |');
+  const ratios = [];
+  for (const model of models) {
+    const r = {};
+    for (const runtime of ['tessera', 'ort']) {
+      r[runtime] = await measure({ read, tessera, ort }, { name: model.name, files: model.files, runtime, backend: runtime === 'ort' ? 'wasm' : 'cpu', threads, warmup, runs });
+    }
+    const ok = !r.tessera.error && !r.ort.error;
+    if (ok) ratios.push(r.tessera.ms / r.ort.ms);
+    const fmt = (x) => (x.error ? 'error' : x.ms.toFixed(1));
+    console.log(`| ${model.name} | ${fmt(r.tessera)} | ${fmt(r.ort)} | ${ok ? (r.tessera.ms / r.ort.ms).toFixed(2) : '–'} |`);
+    for (const [k, v] of Object.entries(r)) if (v.error) console.log(`  ${k}: ${v.error}`);
+  }
+  const geomean = Math.exp(ratios.reduce((s, x) => s + Math.log(x), 0) / ratios.length);
+  console.log(`geomean tessera/ort-web: ${geomean.toFixed(2)} over ${ratios.length}`);
+  // onnxruntime-web's pool keeps the process alive.
+  process.exit(0);
+}
