@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -19,17 +19,22 @@ test('the module is built with SIMD128', async () => {
   assert.equal(info.simd128, true);
 });
 
-test('every shared real model on cpu in Node.js matches its expected outputs', { timeout: 20 * 60_000 }, async () => {
+/** Every shared model on cpu with `options`, each checked against its expected outputs; `expect(result)` asserts more. */
+async function checkEveryModel(options, label, expect) {
   const models = sharedModels();
   assert.equal(models.length, 20, 'the shared folder holds 20 real models');
   const failed = [];
   for (const model of models) {
-    const result = await checkModel(read, model.name, 'cpu', model.files);
-    console.log(`${result.pass ? 'ok  ' : 'FAIL'} ${model.name.padEnd(28)} run ${result.runMs.toFixed(0).padStart(6)} ms ${JSON.stringify(result.outputs.map((o) => o.maxAbs ?? o.why))}`);
-    assert.equal(result.backend, 'cpu');
+    const result = await checkModel(read, model.name, 'cpu', model.files, options);
+    console.log(`${result.pass ? 'ok  ' : 'FAIL'} ${model.name.padEnd(28)} run ${result.runMs.toFixed(0).padStart(6)} ms${label} ${JSON.stringify(result.outputs.map((o) => o.maxAbs ?? o.why))}`);
+    expect(result, model);
     if (!result.pass) failed.push(model.name);
   }
   assert.deepEqual(failed, []);
+}
+
+test('every shared real model on cpu in Node.js matches its expected outputs', { timeout: 20 * 60_000 }, async () => {
+  await checkEveryModel({}, '', (result) => assert.equal(result.backend, 'cpu'));
 });
 
 test('webgpu where there is none is refused with the reason, never run elsewhere', async () => {
@@ -50,15 +55,10 @@ test('webgpu where there is none is refused with the reason, never run elsewhere
 });
 
 test('every shared real model on the threaded module in Node.js (2 worker_threads) matches its expected outputs', { timeout: 20 * 60_000 }, async () => {
-  const failed = [];
-  for (const model of sharedModels()) {
-    const result = await checkModel(read, model.name, 'cpu', model.files, { numThreads: 2 });
-    console.log(`${result.pass ? 'ok  ' : 'FAIL'} ${model.name.padEnd(28)} run ${result.runMs.toFixed(0).padStart(6)} ms, 2 threads`);
+  await checkEveryModel({ numThreads: 2 }, ', 2 threads', (result, model) => {
     assert.equal(result.threads, 2, `${model.name}: ${result.reason}`);
     assert.equal(result.reason, 'cpu requested; 2 threads (wasm threads)');
-    if (!result.pass) failed.push(model.name);
-  }
-  assert.deepEqual(failed, []);
+  });
   assert.equal(moduleStatus().threaded.threads, 2);
 });
 
@@ -67,19 +67,19 @@ test('a Node.js process whose sessions use the pool exits when its work is done'
   // last await is the run).
   const script = `
     import { readFile } from 'node:fs/promises';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
     import { InferenceSession, Tensor } from ${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)};
     const bytes = new Uint8Array(await readFile(${JSON.stringify(join(modelsDir, 'mtcnn_rnet/model.onnx'))}));
     const session = await InferenceSession.create(bytes, { backend: 'cpu', numThreads: 2 });
     const out = await session.run({ input_2: new Tensor('float32', new Float32Array(24 * 24 * 3), [1, 24, 24, 3]) });
     console.log(session.numThreads, Object.keys(out).sort().join(','));`;
-  const file = join(mkdtempSync(join(tmpdir(), 'tessera-')), 'pool-exits.mjs');
+  const dir = mkdtempSync(join(tmpdir(), 'tessera-'));
+  const file = join(dir, 'pool-exits.mjs');
   writeFileSync(file, script);
   // Run as a plain script, not as a child of the test runner.
   const env = { ...process.env };
   delete env.NODE_TEST_CONTEXT;
   const child = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 120_000, env });
+  rmSync(dir, { recursive: true });
   assert.equal(child.error, undefined, `the process did not exit: ${child.error}`);
   assert.equal(child.status, 0, child.stderr);
   assert.equal(child.stdout.trim(), '2 dense_2,softmax_1');
