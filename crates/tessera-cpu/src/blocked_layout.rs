@@ -1,6 +1,6 @@
-//! The channels-blocked layout of cpu plans on AVX-512 CPUs: between the ops that support it,
-//! tensors are `[N, C/16, H, W, 16]` (onnxruntime's NCHWc with blocks of 16), reordered from and
-//! to channels-first at the region's edges.
+//! The channels-blocked layout of cpu plans on x86-64 CPUs with AVX-512, or AVX2 and FMA:
+//! between the ops that support it, tensors are `[N, C/16, H, W, 16]` (onnxruntime's NCHWc with
+//! blocks of 16), reordered from and to channels-first at the region's edges.
 //!
 //! In it a convolution's 16 output channels of a position are one vector
 //! ([`BlockedConv`](crate::ops::BlockedConv)), a max pool's window is a vector max per tap
@@ -29,12 +29,13 @@ use tessera_core::tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 use tessera_core::tract_onnx::tract_core::ops::logic::Iff;
 use tessera_core::tract_onnx::tract_core::ops::nn::DataFormat;
 
-/// Channels per block: one AVX-512 vector of f32.
+/// Channels per block: one AVX-512 vector of f32, two AVX ones.
 pub const BLOCK: usize = 16;
 
-/// Whether this CPU runs the blocked kernels (AVX-512: elsewhere plans keep channels first).
+/// Whether this CPU runs the blocked kernels (AVX-512, or AVX2 and FMA: elsewhere plans keep
+/// channels first).
 pub fn runs_here() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma")
+    BlockedConv::runs_here()
 }
 
 /// Puts the regions of `model` that support it in the blocked layout (see the module); returns

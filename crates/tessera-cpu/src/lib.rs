@@ -1,6 +1,7 @@
 //! Tessera's `cpu` backend: tract's optimized plan (SIMD kernels for AVX2/FMA, NEON and wasm
 //! SIMD128) on the host, with Tessera's own ops where tract's kernel is the limit (`ops/`) and,
-//! on AVX-512 CPUs, convolutional regions in a channels-blocked layout (`blocked_layout.rs`).
+//! on x86-64 CPUs with AVX-512 or AVX2, convolutional regions in a channels-blocked layout
+//! (`blocked_layout.rs`).
 //!
 //! Threads: a pool of `threads` workers (default: as many as `std::thread::available_parallelism`
 //! reports), the calling thread one of them ([`own_pool`]), the others kept awake while a run

@@ -1,6 +1,6 @@
 //! 2-D convolution ([ONNX `Conv`], and the 1×1 ones tract rewrites into an `EinSum`) writing
 //! the channels-blocked layout of [`crate::blocked_layout`]: `[N, C/16, H, W, 16]`, 16 channels
-//! of a position in one AVX-512 vector. Input blocked the same way, or channels first when it
+//! of a position in one AVX-512 vector (two AVX ones on AVX2 CPUs, see [`kernel`]). Input blocked the same way, or channels first when it
 //! has fewer than 16 channels (an image's first layer).
 //!
 //! With channels in the vector lanes each input value is broadcast once for 32 output channels
@@ -207,8 +207,22 @@ impl BlockedConv {
         })
     }
 
+    /// Whether this CPU runs one of the kernels (AVX-512, or AVX2 and FMA).
+    pub fn runs_here() -> bool {
+        kernel::Isa::best().is_some()
+    }
+
     /// `output` (blocked) = the convolution of `input`, bias and epilogue applied.
     pub fn compute(&self, input: &[f32], output: &mut [f32]) -> TractResult<()> {
+        let Some(isa) = kernel::Isa::best() else {
+            bail!("blocked convolutions run on CPUs with AVX-512 or AVX2 and FMA only")
+        };
+        self.compute_on(isa, input, output)
+    }
+
+    /// [`Self::compute`] on the kernel for `isa`, which this CPU runs.
+    fn compute_on(&self, isa: kernel::Isa, input: &[f32], output: &mut [f32]) -> TractResult<()> {
+        ensure!(isa.runs_here(), "this CPU does not run {isa:?}");
         ensure!(
             input.len() == self.input_shape().iter().product::<usize>(),
             "blocked convolution input has {} values",
@@ -219,25 +233,22 @@ impl BlockedConv {
             "blocked convolution output has {} values",
             output.len()
         );
-        if avx512::runs_here() {
-            let finish = self.finish()?;
-            let (r, c) = (self.geometry.rows, self.geometry.cols);
-            let padded = |a: &Axis| a.pad_before > 0 || a.reach() > a.input;
-            if !padded(&r) && !padded(&c) {
-                return self.walk(input, (r.input, c.input), output, &finish);
-            }
-            let plane = (r.padded_width(), c.padded_width());
-            let len = self.planes() * plane.0 * plane.1 * self.lanes();
-            return PADDED.with_borrow_mut(|buffer| {
-                if buffer.len() < len {
-                    buffer.resize(len, 0.0);
-                }
-                let buffer = &mut buffer[..len];
-                self.pad_into(input, plane, buffer)?;
-                self.walk(buffer, plane, output, &finish)
-            });
+        let finish = self.finish()?;
+        let (r, c) = (self.geometry.rows, self.geometry.cols);
+        let padded = |a: &Axis| a.pad_before > 0 || a.reach() > a.input;
+        if !padded(&r) && !padded(&c) {
+            return self.walk(isa, input, (r.input, c.input), output, &finish);
         }
-        bail!("blocked convolutions run on CPUs with AVX-512 only")
+        let plane = (r.padded_width(), c.padded_width());
+        let len = self.planes() * plane.0 * plane.1 * self.lanes();
+        PADDED.with_borrow_mut(|buffer| {
+            if buffer.len() < len {
+                buffer.resize(len, 0.0);
+            }
+            let buffer = &mut buffer[..len];
+            self.pad_into(input, plane, buffer)?;
+            self.walk(isa, buffer, plane, output, &finish)
+        })
     }
 
     /// Planes of the input: `N · C/16` blocked, `N · C` channels first.
@@ -293,6 +304,7 @@ impl BlockedConv {
     /// (the padded copy, or the input where it needs no padding).
     fn walk(
         &self,
+        isa: kernel::Isa,
         input: &[f32],
         (height, width): (usize, usize),
         output: &mut [f32],
@@ -308,7 +320,7 @@ impl BlockedConv {
             "padded input of {} values",
             input.len()
         );
-        let walk = avx512::Walk {
+        let walk = kernel::Walk {
             block_in: g.block_in(),
             kernel: (r.kernel, c.kernel),
             dilation: (r.dilation, c.dilation),
@@ -359,7 +371,7 @@ impl BlockedConv {
             let blocks = (g.out_blocks() - first_block).min(2);
             let block_out = |block: usize| (image * g.out_blocks() + block) * out_plane;
             for k in 0..chunks {
-                let depth = avx512::Depth {
+                let depth = kernel::Depth {
                     blocks: k * chunk..((k + 1) * chunk).min(g.in_blocks()),
                     first: k == 0,
                     last: k + 1 == chunks,
@@ -373,7 +385,7 @@ impl BlockedConv {
                         out.at(block_out(first_block)),
                         out.at(block_out(first_block + blocks - 1)),
                     ];
-                    let kernel = avx512::Kernel {
+                    let pass = kernel::Kernel {
                         walk: &walk,
                         weights: self.packed.as_ptr().add(first_block * walk.block_len),
                         outs,
@@ -386,13 +398,13 @@ impl BlockedConv {
                     if flat {
                         let start = (first / width, first % width);
                         let step = walk.strides.1;
-                        kernel.run(blocks, x.add(first * step), step, count, start, 0);
+                        pass.run(isa, blocks, x.add(first * step), step, count, start, 0);
                     } else {
                         let rows = first / c.output..(first + count) / c.output;
                         for (i, oy) in rows.enumerate() {
                             let x_row = x.add(oy * r.stride * width * walk.strides.1);
                             let step = c.stride * walk.strides.1;
-                            kernel.run(blocks, x_row, step, c.output, (oy, 0), i * c.output);
+                            pass.run(isa, blocks, x_row, step, c.output, (oy, 0), i * c.output);
                         }
                     }
                 }
@@ -477,14 +489,146 @@ impl TypedOp for BlockedConv {
     }
 }
 
-/// The register-blocked kernel: 2 output blocks × 12 positions (or 1 × 14) of sums in
-/// registers over the whole depth, each input value broadcast once per position for both blocks.
-mod avx512 {
+/// The register-blocked kernels: a tile of output blocks × positions whose sums stay in
+/// registers over the whole depth, each input value broadcast once per position for every block
+/// of the tile. AVX-512: a block is one vector, tiles of 2 blocks × 12 positions (or 1 × 14) in
+/// 24 of its 32 registers. AVX2 with FMA (Zen 3, most desktop and laptop x86): a block is two
+/// vectors, tiles of 1 block × 6 positions in 12 of its 16 registers (two blocks would leave 2
+/// positions, too few sums to hide the FMA's latency), a pair of blocks one block after the other.
+mod kernel {
     use super::{BLOCK, Finish, PerChannel};
     use std::arch::x86_64::*;
 
-    pub fn runs_here() -> bool {
-        std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma")
+    /// The instruction sets the kernel is written for.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Isa {
+        Avx512,
+        Avx2,
+    }
+
+    impl Isa {
+        /// The widest this CPU runs, if any.
+        pub fn best() -> Option<Isa> {
+            [Isa::Avx512, Isa::Avx2]
+                .into_iter()
+                .find(|isa| isa.runs_here())
+        }
+
+        pub fn runs_here(self) -> bool {
+            std::arch::is_x86_feature_detected!("fma")
+                && match self {
+                    Isa::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
+                    Isa::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
+                }
+        }
+    }
+
+    /// One block's 16 channels in registers, and what the kernel does with them. Every function
+    /// is inlined into a `run_*` compiled for its instruction set.
+    trait Channels: Copy {
+        /// Blocks a tile holds at most.
+        const TILE_BLOCKS: usize;
+        unsafe fn zero() -> Self;
+        unsafe fn load(at: *const f32) -> Self;
+        unsafe fn splat(value: f32) -> Self;
+        /// `a · b + c`.
+        unsafe fn fmadd(a: Self, b: Self, c: Self) -> Self;
+        unsafe fn add(a: Self, b: Self) -> Self;
+        unsafe fn mul(a: Self, b: Self) -> Self;
+        /// `min(high, max(low, x))` with the compare-and-select of `max_ps`/`min_ps`: a NaN `x`
+        /// is returned as it is by `max(low, x)`.
+        unsafe fn clamp(x: Self, low: Self, high: Self) -> Self;
+        unsafe fn store(self, at: *mut f32);
+    }
+
+    impl Channels for __m512 {
+        const TILE_BLOCKS: usize = 2;
+        #[inline(always)]
+        unsafe fn zero() -> Self {
+            unsafe { _mm512_setzero_ps() }
+        }
+        #[inline(always)]
+        unsafe fn load(at: *const f32) -> Self {
+            unsafe { _mm512_loadu_ps(at) }
+        }
+        #[inline(always)]
+        unsafe fn splat(value: f32) -> Self {
+            unsafe { _mm512_set1_ps(value) }
+        }
+        #[inline(always)]
+        unsafe fn fmadd(a: Self, b: Self, c: Self) -> Self {
+            unsafe { _mm512_fmadd_ps(a, b, c) }
+        }
+        #[inline(always)]
+        unsafe fn add(a: Self, b: Self) -> Self {
+            unsafe { _mm512_add_ps(a, b) }
+        }
+        #[inline(always)]
+        unsafe fn mul(a: Self, b: Self) -> Self {
+            unsafe { _mm512_mul_ps(a, b) }
+        }
+        #[inline(always)]
+        unsafe fn clamp(x: Self, low: Self, high: Self) -> Self {
+            unsafe { _mm512_min_ps(high, _mm512_max_ps(low, x)) }
+        }
+        #[inline(always)]
+        unsafe fn store(self, at: *mut f32) {
+            unsafe { _mm512_storeu_ps(at, self) }
+        }
+    }
+
+    /// A block as two AVX vectors, channels 0-7 and 8-15.
+    #[derive(Clone, Copy)]
+    struct Pair(__m256, __m256);
+
+    impl Channels for Pair {
+        const TILE_BLOCKS: usize = 1;
+        #[inline(always)]
+        unsafe fn zero() -> Self {
+            unsafe { Pair(_mm256_setzero_ps(), _mm256_setzero_ps()) }
+        }
+        #[inline(always)]
+        unsafe fn load(at: *const f32) -> Self {
+            unsafe { Pair(_mm256_loadu_ps(at), _mm256_loadu_ps(at.add(8))) }
+        }
+        #[inline(always)]
+        unsafe fn splat(value: f32) -> Self {
+            let v = unsafe { _mm256_set1_ps(value) };
+            Pair(v, v)
+        }
+        #[inline(always)]
+        unsafe fn fmadd(a: Self, b: Self, c: Self) -> Self {
+            unsafe {
+                Pair(
+                    _mm256_fmadd_ps(a.0, b.0, c.0),
+                    _mm256_fmadd_ps(a.1, b.1, c.1),
+                )
+            }
+        }
+        #[inline(always)]
+        unsafe fn add(a: Self, b: Self) -> Self {
+            unsafe { Pair(_mm256_add_ps(a.0, b.0), _mm256_add_ps(a.1, b.1)) }
+        }
+        #[inline(always)]
+        unsafe fn mul(a: Self, b: Self) -> Self {
+            unsafe { Pair(_mm256_mul_ps(a.0, b.0), _mm256_mul_ps(a.1, b.1)) }
+        }
+        #[inline(always)]
+        unsafe fn clamp(x: Self, low: Self, high: Self) -> Self {
+            unsafe {
+                Pair(
+                    _mm256_min_ps(high.0, _mm256_max_ps(low.0, x.0)),
+                    _mm256_min_ps(high.1, _mm256_max_ps(low.1, x.1)),
+                )
+            }
+        }
+        #[inline(always)]
+        unsafe fn store(self, at: *mut f32) {
+            unsafe {
+                _mm256_storeu_ps(at, self.0);
+                _mm256_storeu_ps(at.add(8), self.1);
+            }
+        }
     }
 
     /// How a convolution reads its (padded) input planes.
@@ -542,7 +686,7 @@ mod avx512 {
         /// The first block's first channel.
         pub o0: usize,
         pub depth: Depth,
-        /// The sums between depth chunks: 2 vectors per position of the task's band.
+        /// The sums between depth chunks: 2 blocks per position of the task's band.
         pub sums: *mut f32,
     }
 
@@ -551,12 +695,12 @@ mod avx512 {
         /// from `x + t · step`, written at row and column `start` on (moving along rows of
         /// `walk.width`), its sums between chunks at position `at_sum + t` of the scratch.
         ///
-        /// SAFETY: the CPU has AVX-512F and FMA; every window read lies inside the input; the
-        /// outputs lie inside the output and the sums inside the scratch, and no other thread
-        /// writes them.
-        #[target_feature(enable = "avx512f,fma")]
+        /// SAFETY: the CPU runs `isa`; every window read lies inside the input; the outputs lie
+        /// inside the output and the sums inside the scratch, and no other thread writes them.
+        #[allow(clippy::too_many_arguments)]
         pub unsafe fn run(
             &self,
+            isa: Isa,
             blocks: usize,
             x: *const f32,
             step: usize,
@@ -564,33 +708,101 @@ mod avx512 {
             start: (usize, usize),
             at_sum: usize,
         ) {
-            let mut at = Cursor {
+            let at = Cursor {
                 oy: start.0,
                 ox: start.1,
                 sum: at_sum,
             };
             // SAFETY: the caller's conditions.
             unsafe {
-                match (blocks, step) {
-                    (2, 16) => self.tiles::<2, 16>(x, count, &mut at),
-                    (2, 32) => self.tiles::<2, 32>(x, count, &mut at),
-                    (2, 1) => self.tiles::<2, 1>(x, count, &mut at),
-                    (2, 2) => self.tiles::<2, 2>(x, count, &mut at),
-                    (2, _) => self.tiles_any::<2>(x, step, count, &mut at),
-                    (_, 16) => self.tiles::<1, 16>(x, count, &mut at),
-                    (_, 32) => self.tiles::<1, 32>(x, count, &mut at),
-                    _ => self.tiles_any::<1>(x, step, count, &mut at),
+                match isa {
+                    Isa::Avx512 => self.run_avx512(blocks, x, step, count, at),
+                    Isa::Avx2 => self.run_avx2(blocks, x, step, count, at),
                 }
             }
         }
-    }
 
-    impl Kernel<'_> {
-        /// The run in tiles of 12, 6 and 3 positions (2 blocks; 14, 7 and 4 for one), then one
-        /// by one, with the step between positions a constant.
-        #[inline(always)]
-        unsafe fn tiles<const B: usize, const STEP: usize>(
+        #[target_feature(enable = "avx512f,fma")]
+        unsafe fn run_avx512(
             &self,
+            blocks: usize,
+            x: *const f32,
+            step: usize,
+            count: usize,
+            at: Cursor,
+        ) {
+            // SAFETY: the caller's conditions.
+            unsafe { self.run_blocks::<__m512>(blocks, x, step, count, at) }
+        }
+
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn run_avx2(
+            &self,
+            blocks: usize,
+            x: *const f32,
+            step: usize,
+            count: usize,
+            at: Cursor,
+        ) {
+            // SAFETY: the caller's conditions.
+            unsafe { self.run_blocks::<Pair>(blocks, x, step, count, at) }
+        }
+
+        /// The blocks a tile of `V` holds at a time: both, or one then the other.
+        #[inline(always)]
+        unsafe fn run_blocks<V: Channels>(
+            &self,
+            blocks: usize,
+            x: *const f32,
+            step: usize,
+            count: usize,
+            at: Cursor,
+        ) {
+            // SAFETY: the caller's conditions.
+            unsafe {
+                if blocks == 2 && V::TILE_BLOCKS == 2 {
+                    return self.run_steps::<V, 2>(0, x, step, count, at);
+                }
+                for first in 0..blocks {
+                    self.run_steps::<V, 1>(first, x, step, count, at);
+                }
+            }
+        }
+
+        /// The common steps between positions as constants.
+        #[inline(always)]
+        unsafe fn run_steps<V: Channels, const B: usize>(
+            &self,
+            first: usize,
+            x: *const f32,
+            step: usize,
+            count: usize,
+            mut at: Cursor,
+        ) {
+            let at = &mut at;
+            // SAFETY: the caller's conditions.
+            unsafe {
+                match step {
+                    16 => self.tiles::<V, B, 16>(first, x, count, at),
+                    32 => self.tiles::<V, B, 32>(first, x, count, at),
+                    1 if B == 2 || V::TILE_BLOCKS == 1 => {
+                        self.tiles::<V, B, 1>(first, x, count, at)
+                    }
+                    2 if B == 2 || V::TILE_BLOCKS == 1 => {
+                        self.tiles::<V, B, 2>(first, x, count, at)
+                    }
+                    _ => self.tiles_any::<V, B>(first, x, step, count, at),
+                }
+            }
+        }
+
+        /// The run in tiles of 12, 6 and 3 positions (2 blocks of `__m512`; 14, 7 and 4 for
+        /// one; 6 and 3 for a [`Pair`]), then one by one, with the step between positions a
+        /// constant.
+        #[inline(always)]
+        unsafe fn tiles<V: Channels, const B: usize, const STEP: usize>(
+            &self,
+            first: usize,
             x: *const f32,
             count: usize,
             at: &mut Cursor,
@@ -598,35 +810,44 @@ mod avx512 {
             let mut i = 0;
             // SAFETY: the caller's conditions.
             unsafe {
-                if B == 2 {
-                    while i + 12 <= count {
-                        self.tile::<B, 12>(x.add(i * STEP), STEP, at);
-                        i += 12;
-                    }
+                if V::TILE_BLOCKS == 1 {
                     while i + 6 <= count {
-                        self.tile::<B, 6>(x.add(i * STEP), STEP, at);
+                        self.tile::<V, B, 6>(first, x.add(i * STEP), STEP, at);
                         i += 6;
                     }
                     while i + 3 <= count {
-                        self.tile::<B, 3>(x.add(i * STEP), STEP, at);
+                        self.tile::<V, B, 3>(first, x.add(i * STEP), STEP, at);
+                        i += 3;
+                    }
+                } else if B == 2 {
+                    while i + 12 <= count {
+                        self.tile::<V, B, 12>(first, x.add(i * STEP), STEP, at);
+                        i += 12;
+                    }
+                    while i + 6 <= count {
+                        self.tile::<V, B, 6>(first, x.add(i * STEP), STEP, at);
+                        i += 6;
+                    }
+                    while i + 3 <= count {
+                        self.tile::<V, B, 3>(first, x.add(i * STEP), STEP, at);
                         i += 3;
                     }
                 } else {
                     while i + 14 <= count {
-                        self.tile::<B, 14>(x.add(i * STEP), STEP, at);
+                        self.tile::<V, B, 14>(first, x.add(i * STEP), STEP, at);
                         i += 14;
                     }
                     while i + 7 <= count {
-                        self.tile::<B, 7>(x.add(i * STEP), STEP, at);
+                        self.tile::<V, B, 7>(first, x.add(i * STEP), STEP, at);
                         i += 7;
                     }
                     while i + 4 <= count {
-                        self.tile::<B, 4>(x.add(i * STEP), STEP, at);
+                        self.tile::<V, B, 4>(first, x.add(i * STEP), STEP, at);
                         i += 4;
                     }
                 }
                 while i < count {
-                    self.single::<B>(x.add(i * STEP), at);
+                    self.single::<V, B>(first, x.add(i * STEP), at);
                     i += 1;
                 }
             }
@@ -634,8 +855,9 @@ mod avx512 {
 
         /// [`Self::tiles`] with a step known only at run time.
         #[inline(always)]
-        unsafe fn tiles_any<const B: usize>(
+        unsafe fn tiles_any<V: Channels, const B: usize>(
             &self,
+            first: usize,
             x: *const f32,
             step: usize,
             count: usize,
@@ -645,11 +867,11 @@ mod avx512 {
             // SAFETY: the caller's conditions.
             unsafe {
                 while i + 6 <= count {
-                    self.tile::<B, 6>(x.add(i * step), step, at);
+                    self.tile::<V, B, 6>(first, x.add(i * step), step, at);
                     i += 6;
                 }
                 while i < count {
-                    self.single::<B>(x.add(i * step), at);
+                    self.single::<V, B>(first, x.add(i * step), at);
                     i += 1;
                 }
             }
@@ -660,20 +882,20 @@ mod avx512 {
         #[inline(always)]
         fn tap(&self, icb: usize, ky: usize, kx: usize) -> (usize, usize) {
             let w = self.walk;
-            let (ic_stride, pos_stride, block_stride) = w.strides;
-            let _ = ic_stride;
+            let (_, pos_stride, block_stride) = w.strides;
             let input =
                 icb * block_stride + (ky * w.dilation.0 * w.width + kx * w.dilation.1) * pos_stride;
             let tap = (icb * w.kernel.0 + ky) * w.kernel.1 + kx;
             (input, tap * w.block_in * BLOCK)
         }
 
-        /// `T` positions of `B` blocks, windows from `x`, `step` apart.
+        /// `T` positions of blocks `first..first + B`, windows from `x`, `step` apart.
         // Indexes, not iterators, over the register block: it must unroll into registers.
         #[allow(clippy::needless_range_loop)]
         #[inline(always)]
-        unsafe fn tile<const B: usize, const T: usize>(
+        unsafe fn tile<V: Channels, const B: usize, const T: usize>(
             &self,
+            first: usize,
             x: *const f32,
             step: usize,
             at: &mut Cursor,
@@ -682,22 +904,23 @@ mod avx512 {
             let ic_stride = w.strides.0;
             // SAFETY: the caller's conditions.
             unsafe {
-                let mut acc = [[_mm512_setzero_ps(); T]; B];
+                let weights = self.weights.add(first * w.block_len);
+                let mut acc = [[V::zero(); T]; B];
                 for icb in self.depth.blocks.clone() {
                     for ky in 0..w.kernel.0 {
                         for kx in 0..w.kernel.1 {
-                            let (input, weights) = self.tap(icb, ky, kx);
-                            let (x, wp) = (x.add(input), self.weights.add(weights));
+                            let (input, tap_weights) = self.tap(icb, ky, kx);
+                            let (x, wp) = (x.add(input), weights.add(tap_weights));
                             for c in 0..w.block_in {
-                                let mut wv = [_mm512_setzero_ps(); B];
+                                let mut wv = [V::zero(); B];
                                 for (b, wv) in wv.iter_mut().enumerate() {
-                                    *wv = _mm512_loadu_ps(wp.add(b * w.block_len + c * BLOCK));
+                                    *wv = V::load(wp.add(b * w.block_len + c * BLOCK));
                                 }
                                 let xc = x.add(c * ic_stride);
                                 for t in 0..T {
-                                    let v = _mm512_set1_ps(*xc.add(t * step));
+                                    let v = V::splat(*xc.add(t * step));
                                     for b in 0..B {
-                                        acc[b][t] = _mm512_fmadd_ps(v, wv[b], acc[b][t]);
+                                        acc[b][t] = V::fmadd(v, wv[b], acc[b][t]);
                                     }
                                 }
                             }
@@ -705,46 +928,50 @@ mod avx512 {
                     }
                 }
                 for t in 0..T {
-                    self.store::<B>(std::array::from_fn(|b| acc[b][t]), at);
+                    self.store::<V, B>(first, std::array::from_fn(|b| acc[b][t]), at);
                 }
             }
         }
 
-        /// One position of `B` blocks, its sums split over 4 registers per block (by input
-        /// channel) so that the additions do not wait on one another.
+        /// One position of blocks `first..first + B`, its sums split over 4 registers per block
+        /// (by input channel) so that the additions do not wait on one another.
         // Indexes, not iterators, over the register block: it must unroll into registers.
         #[allow(clippy::needless_range_loop)]
         #[inline(always)]
-        unsafe fn single<const B: usize>(&self, x: *const f32, at: &mut Cursor) {
+        unsafe fn single<V: Channels, const B: usize>(
+            &self,
+            first: usize,
+            x: *const f32,
+            at: &mut Cursor,
+        ) {
             const SPLIT: usize = 4;
             let w = self.walk;
             let ic_stride = w.strides.0;
             // SAFETY: the caller's conditions.
             unsafe {
-                let mut acc = [[_mm512_setzero_ps(); SPLIT]; B];
+                let weights = self.weights.add(first * w.block_len);
+                let mut acc = [[V::zero(); SPLIT]; B];
                 for icb in self.depth.blocks.clone() {
                     for ky in 0..w.kernel.0 {
                         for kx in 0..w.kernel.1 {
-                            let (input, weights) = self.tap(icb, ky, kx);
-                            let (x, wp) = (x.add(input), self.weights.add(weights));
+                            let (input, tap_weights) = self.tap(icb, ky, kx);
+                            let (x, wp) = (x.add(input), weights.add(tap_weights));
                             let mut c = 0;
                             while c + SPLIT <= w.block_in {
                                 for k in 0..SPLIT {
-                                    let v = _mm512_set1_ps(*x.add((c + k) * ic_stride));
+                                    let v = V::splat(*x.add((c + k) * ic_stride));
                                     for b in 0..B {
-                                        let wv = _mm512_loadu_ps(
-                                            wp.add(b * w.block_len + (c + k) * BLOCK),
-                                        );
-                                        acc[b][k] = _mm512_fmadd_ps(v, wv, acc[b][k]);
+                                        let wv = V::load(wp.add(b * w.block_len + (c + k) * BLOCK));
+                                        acc[b][k] = V::fmadd(v, wv, acc[b][k]);
                                     }
                                 }
                                 c += SPLIT;
                             }
                             while c < w.block_in {
-                                let v = _mm512_set1_ps(*x.add(c * ic_stride));
+                                let v = V::splat(*x.add(c * ic_stride));
                                 for b in 0..B {
-                                    let wv = _mm512_loadu_ps(wp.add(b * w.block_len + c * BLOCK));
-                                    acc[b][0] = _mm512_fmadd_ps(v, wv, acc[b][0]);
+                                    let wv = V::load(wp.add(b * w.block_len + c * BLOCK));
+                                    acc[b][0] = V::fmadd(v, wv, acc[b][0]);
                                 }
                                 c += 1;
                             }
@@ -753,37 +980,43 @@ mod avx512 {
                 }
                 let sums = std::array::from_fn(|b| {
                     let [a0, a1, a2, a3] = acc[b];
-                    _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))
+                    V::add(V::add(a0, a1), V::add(a2, a3))
                 });
-                self.store::<B>(sums, at);
+                self.store::<V, B>(first, sums, at);
             }
         }
 
-        /// One position's sums of `B` blocks finished and stored at `at` (unless it is a
-        /// padding column of a flat run); `at` moves on.
+        /// One position's sums of blocks `first..first + B` finished and stored at `at` (unless
+        /// it is a padding column of a flat run); `at` moves on.
         #[inline(always)]
-        unsafe fn store<const B: usize>(&self, mut sums: [__m512; B], at: &mut Cursor) {
+        unsafe fn store<V: Channels, const B: usize>(
+            &self,
+            first: usize,
+            mut sums: [V; B],
+            at: &mut Cursor,
+        ) {
             let w = self.walk;
             if !self.depth.first {
                 // The earlier chunks' sums, added here rather than loaded into the tile's
                 // registers before its products (that kept them on the stack).
                 for (b, sum) in sums.iter_mut().enumerate() {
                     // SAFETY: the caller's conditions.
-                    *sum = unsafe { _mm512_add_ps(*sum, _mm512_loadu_ps(self.sum_at(at.sum, b))) };
+                    *sum = unsafe { V::add(*sum, V::load(self.sum_at(at.sum, first + b))) };
                 }
             }
             if !self.depth.last {
                 for (b, &sum) in sums.iter().enumerate() {
                     // SAFETY: the caller's conditions.
-                    unsafe { _mm512_storeu_ps(self.sum_at(at.sum, b), sum) };
+                    unsafe { sum.store(self.sum_at(at.sum, first + b)) };
                 }
             } else if at.ox < w.out_width {
                 let position = (at.oy * w.out_width + at.ox) * BLOCK;
                 for (b, &sum) in sums.iter().enumerate() {
+                    let block = first + b;
                     // SAFETY: the caller's conditions.
                     unsafe {
-                        let x = self.finished(sum, self.o0 + b * BLOCK);
-                        _mm512_storeu_ps(self.outs[b].add(position), x);
+                        let x = self.finished(sum, self.o0 + block * BLOCK);
+                        x.store(self.outs[block].add(position));
                     }
                 }
             }
@@ -798,25 +1031,23 @@ mod avx512 {
 
         /// `sum` (channels `o0..o0 + 16`) with the bias and epilogue applied.
         #[inline(always)]
-        unsafe fn finished(&self, sum: __m512, o0: usize) -> __m512 {
+        unsafe fn finished<V: Channels>(&self, sum: V, o0: usize) -> V {
             let f = self.finish;
-            // SAFETY: the CPU has AVX-512 (the caller's condition); one value per output
-            // channel, `o0 + 16` of them at least.
+            // SAFETY: the CPU runs `V` (the caller's condition); one value per output channel,
+            // `o0 + 16` of them at least.
             unsafe {
                 let operand = |values: PerChannel| match values {
-                    PerChannel::Values(v) => _mm512_loadu_ps(v.as_ptr().add(o0)),
-                    PerChannel::All(v) => _mm512_set1_ps(v),
+                    PerChannel::Values(v) => V::load(v.as_ptr().add(o0)),
+                    PerChannel::All(v) => V::splat(v),
                 };
-                let mut x = _mm512_add_ps(sum, _mm512_loadu_ps(f.bias.as_ptr().add(o0)));
+                let mut x = V::add(sum, V::load(f.bias.as_ptr().add(o0)));
                 if !matches!(f.scale, PerChannel::All(1.0)) {
-                    x = _mm512_mul_ps(x, operand(f.scale));
+                    x = V::mul(x, operand(f.scale));
                 }
                 if !matches!(f.add, PerChannel::All(0.0)) {
-                    x = _mm512_add_ps(x, operand(f.add));
+                    x = V::add(x, operand(f.add));
                 }
-                // `max(low, x)` returns x when x is NaN, as the compare-and-select does.
-                let (low, high) = (_mm512_set1_ps(f.low), _mm512_set1_ps(f.high));
-                _mm512_min_ps(high, _mm512_max_ps(low, x))
+                V::clamp(x, V::splat(f.low), V::splat(f.high))
             }
         }
     }
@@ -946,31 +1177,57 @@ mod tests {
                 }
                 InputLayout::ChannelsFirst => x.clone(),
             };
-            if !avx512::runs_here() {
-                // The kernel is AVX-512 code, and the blocked layout is planned only where it runs
-                // (blocked_layout.rs): elsewhere the op refuses, never computes. Its numbers are
-                // checked on AVX-512 CPUs.
-                let mut got = vec![0.0; op.output_shape().iter().product()];
-                let refused = op.compute(&input, &mut got).unwrap_err().to_string();
-                assert!(refused.contains("AVX-512 only"), "{refused}");
-                assert!(!crate::blocked_layout::runs_here());
-                eprintln!("case {case:?}: no AVX-512 here, the refusal checked, not the sums");
-                continue;
-            }
             let want = reference(&g, &x, &k, &bias, &op.epilogue);
-            for threads in [1, 2] {
+            for (isa, threads) in kernels_here()
+                .into_iter()
+                .flat_map(|isa| [(isa, 1), (isa, 2)])
+            {
                 let mut got = vec![f32::NAN; want.len()];
                 multithread_tract_scope(Executor::multithread(threads), || {
-                    op.compute(&input, &mut got).unwrap()
+                    op.compute_on(isa, &input, &mut got).unwrap()
                 });
                 for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                     // Sums of up to 432 products of values in [-1, 1], in another order.
                     assert!(
                         (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
-                        "case {case:?}, {threads} thread(s), value {i}: {g} against {w}"
+                        "case {case:?}, {isa:?}, {threads} thread(s), value {i}: {g} against {w}"
                     );
                 }
             }
+        }
+    }
+
+    /// The kernels this CPU runs, each checked; on an x86-64 CPU without AVX2 and FMA (none
+    /// sold since 2015) the op's refusal instead.
+    fn kernels_here() -> Vec<kernel::Isa> {
+        let isas: Vec<_> = [kernel::Isa::Avx512, kernel::Isa::Avx2]
+            .into_iter()
+            .filter(|isa| isa.runs_here())
+            .collect();
+        eprintln!("blocked convolution kernels checked on this CPU: {isas:?}");
+        assert_eq!(isas.first().copied(), kernel::Isa::best());
+        assert_eq!(crate::blocked_layout::runs_here(), !isas.is_empty());
+        isas
+    }
+
+    #[test]
+    fn refuses_on_cpus_without_its_instructions() {
+        let g = geometry(CASES[2]);
+        let k = values(g.out_channels * g.in_channels * g.taps(), 1);
+        let mut op = BlockedConv::new(g, InputLayout::Blocked, &k, &[0.5]).unwrap();
+        op.blocked_output = true;
+        let input = vec![0.0; op.input_shape().iter().product::<usize>()];
+        let mut output = vec![0.0; op.output_shape().iter().product::<usize>()];
+        match kernel::Isa::best() {
+            Some(_) => op.compute(&input, &mut output).unwrap(),
+            None => {
+                let refused = op.compute(&input, &mut output).unwrap_err().to_string();
+                assert!(refused.contains("AVX2 and FMA only"), "{refused}");
+            }
+        }
+        for isa in [kernel::Isa::Avx512, kernel::Isa::Avx2] {
+            let result = op.compute_on(isa, &input, &mut output);
+            assert_eq!(result.is_ok(), isa.runs_here(), "{isa:?}: {result:?}");
         }
     }
 
