@@ -807,49 +807,22 @@ mod kernel {
             count: usize,
             at: &mut Cursor,
         ) {
-            let mut i = 0;
+            let i = &mut 0;
             // SAFETY: the caller's conditions.
             unsafe {
                 if V::TILE_BLOCKS == 1 {
-                    while i + 6 <= count {
-                        self.tile::<V, B, 6>(first, x.add(i * STEP), STEP, at);
-                        i += 6;
-                    }
-                    while i + 3 <= count {
-                        self.tile::<V, B, 3>(first, x.add(i * STEP), STEP, at);
-                        i += 3;
-                    }
+                    self.tiles_of::<V, B, 6>(first, x, STEP, count, i, at);
+                    self.tiles_of::<V, B, 3>(first, x, STEP, count, i, at);
                 } else if B == 2 {
-                    while i + 12 <= count {
-                        self.tile::<V, B, 12>(first, x.add(i * STEP), STEP, at);
-                        i += 12;
-                    }
-                    while i + 6 <= count {
-                        self.tile::<V, B, 6>(first, x.add(i * STEP), STEP, at);
-                        i += 6;
-                    }
-                    while i + 3 <= count {
-                        self.tile::<V, B, 3>(first, x.add(i * STEP), STEP, at);
-                        i += 3;
-                    }
+                    self.tiles_of::<V, B, 12>(first, x, STEP, count, i, at);
+                    self.tiles_of::<V, B, 6>(first, x, STEP, count, i, at);
+                    self.tiles_of::<V, B, 3>(first, x, STEP, count, i, at);
                 } else {
-                    while i + 14 <= count {
-                        self.tile::<V, B, 14>(first, x.add(i * STEP), STEP, at);
-                        i += 14;
-                    }
-                    while i + 7 <= count {
-                        self.tile::<V, B, 7>(first, x.add(i * STEP), STEP, at);
-                        i += 7;
-                    }
-                    while i + 4 <= count {
-                        self.tile::<V, B, 4>(first, x.add(i * STEP), STEP, at);
-                        i += 4;
-                    }
+                    self.tiles_of::<V, B, 14>(first, x, STEP, count, i, at);
+                    self.tiles_of::<V, B, 7>(first, x, STEP, count, i, at);
+                    self.tiles_of::<V, B, 4>(first, x, STEP, count, i, at);
                 }
-                while i < count {
-                    self.single::<V, B>(first, x.add(i * STEP), at);
-                    i += 1;
-                }
+                self.tiles_of::<V, B, 1>(first, x, STEP, count, i, at);
             }
         }
 
@@ -863,17 +836,37 @@ mod kernel {
             count: usize,
             at: &mut Cursor,
         ) {
-            let mut i = 0;
+            let i = &mut 0;
             // SAFETY: the caller's conditions.
             unsafe {
-                while i + 6 <= count {
-                    self.tile::<V, B, 6>(first, x.add(i * step), step, at);
-                    i += 6;
+                self.tiles_of::<V, B, 6>(first, x, step, count, i, at);
+                self.tiles_of::<V, B, 1>(first, x, step, count, i, at);
+            }
+        }
+
+        /// Tiles of `T` positions from position `*i` on while they fit in `count` (positions one
+        /// by one for `T` = 1: [`Self::single`]).
+        #[inline(always)]
+        unsafe fn tiles_of<V: Channels, const B: usize, const T: usize>(
+            &self,
+            first: usize,
+            x: *const f32,
+            step: usize,
+            count: usize,
+            i: &mut usize,
+            at: &mut Cursor,
+        ) {
+            while *i + T <= count {
+                // SAFETY: the caller's conditions.
+                unsafe {
+                    let x = x.add(*i * step);
+                    if T == 1 {
+                        self.single::<V, B>(first, x, at)
+                    } else {
+                        self.tile::<V, B, T>(first, x, step, at)
+                    }
                 }
-                while i < count {
-                    self.single::<V, B>(first, x.add(i * step), at);
-                    i += 1;
-                }
+                *i += T;
             }
         }
 
