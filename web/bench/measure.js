@@ -21,7 +21,9 @@ export async function measure({ read, tessera, ort }, { name, files, runtime, ba
   try {
     const bytes = await read(`${name}/model.onnx`);
     const api = runtime === 'tessera' ? tessera : ort;
-    const options = runtime === 'tessera' ? { backend } : { executionProviders: [backend], graphOptimizationLevel: 'all' };
+    // onnxruntime-web's session logs its graph optimizer's warnings ("Removing initializer ...")
+    // whatever `env.logLevel` says; severity 3 keeps errors only.
+    const options = runtime === 'tessera' ? { backend } : { executionProviders: [backend], graphOptimizationLevel: 'all', logSeverityLevel: 3 };
     const session = await api.InferenceSession.create(bytes, options);
     if (runtime === 'tessera' && backend === 'cpu' && session.numThreads !== threads) {
       throw new Error(`tessera runs on ${session.numThreads} threads, not ${threads}: ${session.backendReason}`);
