@@ -96,9 +96,11 @@ fn concrete_shape(model: &TypedModel, outlet: OutletId) -> Option<TVec<usize>> {
 /// channels first.
 const FEW_POSITIONS: usize = 100;
 
-/// Bytes of weights a blocked convolution over few positions streams from memory each run:
-/// ResNet-50's last stage (7×7 planes, 3×3 weights of 9.4 MB) ran 1.1–1.3× its channels-first
-/// time blocked; at 2 threads the model 0.98× with that stage channels first.
+/// Bytes of weights a blocked convolution over few positions streams from memory each run, on
+/// AVX-512 CPUs: ResNet-50's last stage (7×7 planes, 3×3 weights of 9.4 MB) ran 1.1–1.3× its
+/// channels-first time blocked; at 2 threads the model 0.98× with that stage channels first. On
+/// AVX2 CPUs the stage is faster blocked (Zen 3, 1 thread: 21.8 -> 19.5 ms; the model 0.98× /
+/// 0.97× at 1 / 2 threads): channels first its strided convolution is a gathered `gemm` product.
 const STREAMED_WEIGHTS: usize = 2 << 20;
 
 /// Whether a convolution of `in_channels` into `out_channels` can run blocked.
@@ -234,11 +236,13 @@ fn blocked_conv_for(
     Ok(Some((op, e.input)))
 }
 
-/// Whether a convolution's weights are many for the positions they are used at
-/// ([`STREAMED_WEIGHTS`]).
+/// Whether a convolution's weights are many for the positions they are used at, on a CPU where
+/// that makes it slower blocked ([`STREAMED_WEIGHTS`]).
 fn streams_weights(g: &Geometry) -> bool {
     let weights = g.out_channels * g.in_channels * g.rows.kernel * g.cols.kernel;
-    weights * size_of::<f32>() > STREAMED_WEIGHTS && g.rows.output * g.cols.output < FEW_POSITIONS
+    BlockedConv::runs_avx512()
+        && weights * size_of::<f32>() > STREAMED_WEIGHTS
+        && g.rows.output * g.cols.output < FEW_POSITIONS
 }
 
 /// `[N, C/16, H, W, 16]` of a channels-first 4-D shape.

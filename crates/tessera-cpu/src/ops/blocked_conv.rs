@@ -212,6 +212,11 @@ impl BlockedConv {
         kernel::Isa::best().is_some()
     }
 
+    /// Whether this CPU runs the AVX-512 kernel.
+    pub fn runs_avx512() -> bool {
+        kernel::Isa::best() == Some(kernel::Isa::Avx512)
+    }
+
     /// `output` (blocked) = the convolution of `input`, bias and epilogue applied.
     pub fn compute(&self, input: &[f32], output: &mut [f32]) -> TractResult<()> {
         let Some(isa) = kernel::Isa::best() else {
