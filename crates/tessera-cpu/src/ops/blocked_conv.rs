@@ -785,6 +785,10 @@ mod kernel {
             mut at: Cursor,
         ) {
             let at = &mut at;
+            // Steps 16 and 32: blocked inputs, stride 1 and 2. Steps 1 and 2 (channels-first
+            // first layers) as constants only where the tiles hold every block of the pass
+            // (AVX-512 pairs, AVX2 blocks): an AVX-512 pass of one block is the rare odd last
+            // one, not worth two more copies of its code.
             // SAFETY: the caller's conditions.
             unsafe {
                 match step {
