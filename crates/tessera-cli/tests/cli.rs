@@ -374,44 +374,58 @@ fn inspect_shows_symbolic_dims_and_ops() {
 fn inspect_says_whether_a_model_is_quantized_in_which_format_and_how_each_backend_runs_it() {
     let node = |name: &str| shared().join(format!("onnx-tests/node/{name}/model.onnx"));
     // The cpu backend runs quantized products on tract's integer kernels where the CPU has
-    // dot-product instructions (arm64; x86-64 with VNNI), elsewhere as f32 sums.
+    // dot-product instructions (arm64; x86-64 with VNNI), elsewhere as f32 sums but for
+    // unit-stride convolutions, which x86-64 with AVX2 runs on Tessera's integer kernel.
     #[cfg(target_arch = "x86_64")]
-    let cpu_integer = std::arch::is_x86_feature_detected!("avx512vnni")
-        || std::arch::is_x86_feature_detected!("avxvnni");
+    let (cpu_integer, avx2_convs) = (
+        std::arch::is_x86_feature_detected!("avx512vnni")
+            || std::arch::is_x86_feature_detected!("avxvnni"),
+        std::arch::is_x86_feature_detected!("avx2"),
+    );
     #[cfg(not(target_arch = "x86_64"))]
-    let cpu_integer = true;
-    let qdq_cpu = if cpu_integer {
-        vec![
-            "cpu   dequantized, float kernels: Add, BatchNormalization, Div,",
-            "integer kernels where they pay (narrow k×k convolutions: float): Conv",
-            "integer kernels: MatMul",
-        ]
-    } else {
-        vec!["cpu   dequantized, float kernels: Add, BatchNormalization, Conv, Div,"]
+    let (cpu_integer, avx2_convs) = (true, false);
+    let where_paying = "integer kernels where they pay (other convolutions: float):";
+    let qdq_cpu = match (cpu_integer, avx2_convs) {
+        (true, _) => vec![
+            "cpu   dequantized, float kernels: Add, BatchNormalization, Div,".to_string(),
+            format!("{where_paying} Conv"),
+            "integer kernels: MatMul".into(),
+        ],
+        (false, true) => vec![
+            "cpu   dequantized, float kernels: Add, BatchNormalization, Div,".to_string(),
+            format!("{where_paying} Conv"),
+        ],
+        (false, false) => {
+            vec!["cpu   dequantized, float kernels: Add, BatchNormalization, Conv, Div,".into()]
+        }
     };
     let cpu_products = if cpu_integer {
         "cpu   integer kernels:"
     } else {
         "cpu   dequantized, float kernels:"
     };
+    let cpu_convs = match (cpu_integer, avx2_convs) {
+        (true, _) => "cpu   integer kernels:".to_string(),
+        (false, true) => format!("cpu   {where_paying}"),
+        (false, false) => "cpu   dequantized, float kernels:".into(),
+    };
     let cases = [
         (
             shared().join("models/ppocr_mobile_cls_qdq_int8/model.onnx"),
             [
-                vec!["quantized: yes (QDQ)"],
+                vec!["quantized: yes (QDQ)".to_string()],
                 qdq_cpu,
-                vec!["wgpu  dequantized, float kernels: Add, BatchNormalization, Conv, Div,"],
+                vec![
+                    "wgpu  dequantized, float kernels: Add, BatchNormalization, Conv, Div,".into(),
+                ],
             ]
-            .concat()
-            .into_iter()
-            .map(String::from)
-            .collect::<Vec<_>>(),
+            .concat(),
         ),
         (
             node("test_qlinearconv"),
             vec![
                 "quantized: yes (QOperator)".into(),
-                format!("{cpu_products} QLinearConv"),
+                format!("{cpu_convs} QLinearConv"),
                 "wgpu  integer kernels: QLinearConv".into(),
                 "cuda  integer kernels: QLinearConv".into(),
             ],
@@ -458,10 +472,10 @@ fn inspect_says_whether_a_model_is_quantized_in_which_format_and_how_each_backen
     );
     assert_eq!(
         json["backends"]["cpu"]["quantized_ops"]["QLinearConv"],
-        if cpu_integer {
-            "integer"
-        } else {
-            "dequantized"
+        match (cpu_integer, avx2_convs) {
+            (true, _) => "integer",
+            (false, true) => "integer_where_paying",
+            (false, false) => "dequantized",
         }
     );
     assert_eq!(

@@ -97,17 +97,20 @@ pub fn default_threads() -> usize {
 /// operands, as in attention, stays float, and a QLinearMatMul of two has its integer sums
 /// computed exactly in f32). The `com.microsoft` operators (rewritten by the core into standard
 /// ones) and the other float operators of a QDQ pattern run dequantized. On CPUs where tract's
-/// integer products do not pay (x86-64 without VNNI: [`ops::integer_products_pay`]) every
-/// quantized product runs on the float kernels, its operands' centred integers in f32.
+/// integer products do not pay (x86-64 without VNNI: [`ops::integer_products_pay`]) quantized
+/// products run on the float kernels, their operands' centred integers in f32, but for
+/// unit-stride convolutions, on Tessera's AVX2 integer kernel.
 pub fn quantized_execution(op: &str) -> QuantizedExecution {
     let integer_pays = ops::integer_products_pay();
+    let tap_kernel = ops::tap_products_available();
     match op {
         "QLinearConv" | "QLinearMatMul" | "MatMulInteger" | "ConvInteger" | "MatMul"
             if integer_pays =>
         {
             QuantizedExecution::Integer
         }
-        "Conv" if integer_pays => QuantizedExecution::IntegerWherePaying,
+        "Conv" if integer_pays || tap_kernel => QuantizedExecution::IntegerWherePaying,
+        "QLinearConv" | "ConvInteger" if tap_kernel => QuantizedExecution::IntegerWherePaying,
         "DynamicQuantizeLinear" => QuantizedExecution::ElementWise,
         _ => QuantizedExecution::Dequantized,
     }

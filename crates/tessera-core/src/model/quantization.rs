@@ -40,8 +40,9 @@ pub enum QuantizedExecution {
     /// In integers: 8-bit operands, 32-bit sums (integer matmul kernels).
     Integer,
     /// In integers where the backend judges them faster by the operator's shape, else
-    /// dequantized around the float kernel (the cpu's QDQ convolutions: narrow k×k ones, whose
-    /// integer im2col costs more than Tessera's float convolution, stay float).
+    /// dequantized around the float kernel (the cpu's quantized convolutions: narrow k×k ones,
+    /// whose integer im2col costs more than Tessera's float convolution, stay float; on x86-64
+    /// without VNNI, strided ones).
     IntegerWherePaying,
     /// Operands dequantized to float, the float kernel, the result quantized again where the
     /// operator's output is quantized.
@@ -55,7 +56,7 @@ impl std::fmt::Display for QuantizedExecution {
         f.write_str(match self {
             QuantizedExecution::Integer => "integer kernels",
             QuantizedExecution::IntegerWherePaying => {
-                "integer kernels where they pay (narrow k×k convolutions: float)"
+                "integer kernels where they pay (other convolutions: float)"
             }
             QuantizedExecution::Dequantized => "dequantized, float kernels",
             QuantizedExecution::ElementWise => "element-wise quantization",

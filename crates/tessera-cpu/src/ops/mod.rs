@@ -111,10 +111,11 @@ fn first_input_is_f32(model: &TypedModel, node: &TypedNode) -> bool {
 /// (tract-linalg 0.23.9) loads each step with a legacy-SSE `movq` among VEX instructions: on the
 /// AMD EPYC Zen 3 VM of 2026-12-02 each such load cost ~120 ns (a 7-instruction loop: 124.8 ns an
 /// iteration against 1.4 with `vmovq`), and quantized models ran 26-48× slower than their float
-/// versions. There, QDQ products stay f32 between their dequantization and quantization, and the
-/// other formats' quantized products run as f32 sums of their centred integers
-/// ([`qdq_products`]): there, 1 thread, magika QOperator 801 -> 20.4 ms, ppocrv4_rec QOperator
-/// 1427 -> 54.9 (docs/benchmarks.md).
+/// versions. There, quantized products run as f32 sums of their centred integers
+/// ([`qdq_products`]; QDQ ones stay f32 between their dequantization and quantization): there,
+/// 1 thread, magika QOperator 801 -> 20.4 ms, ppocrv4_rec QOperator 1427 -> 54.9
+/// (docs/benchmarks.md); but for unit-stride convolutions, which Tessera's own AVX2 kernel runs
+/// as integers (`quantized_tap_products`: 16-bit pairs, twice the f32 FMA's rate).
 pub fn integer_products_pay() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -127,9 +128,22 @@ pub fn integer_products_pay() -> bool {
     }
 }
 
-/// Whether a quantized convolution of `conv`'s geometry runs as integers on Tessera's
-/// VNNI kernel on this CPU (given weights that fit it).
-pub fn quantized_conv_runs_on_vnni(conv: &Conv) -> bool {
+/// Whether Tessera's tap kernel for quantized convolutions runs on this CPU (x86-64 with
+/// AVX-512 VNNI or AVX2).
+pub fn tap_products_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        quantized_tap_products::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether a quantized convolution of `conv`'s geometry runs as integers on Tessera's tap
+/// kernel on this CPU (given weights that fit it): x86-64 with AVX-512 VNNI or AVX2.
+pub fn quantized_conv_runs_on_tap_products(conv: &Conv) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         quantized_tap_products::runs_geometry(conv)
@@ -141,9 +155,23 @@ pub fn quantized_conv_runs_on_vnni(conv: &Conv) -> bool {
     }
 }
 
-/// Runs every quantized convolution of `model` that Tessera's VNNI kernel takes on it (x86-64
-/// with VNNI; elsewhere none). Returns how many.
-pub fn quantized_convs_on_vnni(model: &mut TypedModel) -> TractResult<usize> {
+/// Whether making a QDQ pattern's float convolution `conv` over an input of `shape` an integer
+/// one for Tessera's tap kernel pays on this CPU (given weights that fit it).
+pub fn tap_products_pay_over_float(conv: &Conv, shape: &[usize]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        quantized_tap_products::pays_over_float(conv, shape)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (conv, shape);
+        false
+    }
+}
+
+/// Runs every quantized convolution of `model` that Tessera's tap kernel takes on it (x86-64
+/// with AVX-512 VNNI or AVX2; elsewhere none). Returns how many.
+pub fn quantized_convs_on_tap_products(model: &mut TypedModel) -> TractResult<usize> {
     #[cfg(target_arch = "x86_64")]
     {
         quantized_tap_products::use_quantized_tap_products(model)
@@ -159,7 +187,7 @@ pub fn quantized_convs_on_vnni(model: &mut TypedModel) -> TractResult<usize> {
 pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
     quantize_linear::gather_before_dequantize(model)?;
     quantized_depthwise_conv::use_quantized_depthwise(model)?;
-    quantized_convs_on_vnni(model)?;
+    quantized_convs_on_tap_products(model)?;
     quantized_conv_in_f32::quantized_convs_in_f32(model)?;
     weight_zero_point::weight_zero_points_as_row_terms(model)?;
     #[cfg(target_arch = "x86_64")]

@@ -13,8 +13,8 @@
 //! Products of two computed operands (attention's) stay float: tract's integer version of those
 //! corrects the zero points with separate element-wise ops, slower than the float product.
 //! On x86-64 without VNNI, where tract's integer kernel is slower than f32 (see
-//! [`super::integer_products_pay`]), every quantized product runs as f32 sums of its centred
-//! integers instead.
+//! [`super::integer_products_pay`]), quantized products run as f32 sums of their centred
+//! integers instead, but for unit-stride convolutions, on Tessera's AVX2 tap kernel.
 
 use super::quantize_linear::FastRequantize;
 use super::quantized_conv_in_f32::{CentredF32, reach_from_zero};
@@ -199,12 +199,14 @@ fn integer_conv(
     if conv.q_params.is_some() || conv.kernel_fmt != KernelFormat::OIHW || node.inputs.len() != 3 {
         return None;
     }
-    // Which integer convolutions pay: depthwise ones (Tessera's own op), and, where tract's
-    // integer products do (`integer_pays`), pointwise ones (a matrix product for tract),
-    // unit-stride ones where Tessera's VNNI kernel runs them, and, through tract's integer
-    // im2col — a generic gather whose cost only a wide product amortizes — those with many
-    // output channels. Narrower ones stay float, on Tessera's convolution:
-    // mtcnn's (10 to 128 channels) ran 1.5-2x slower as tract's integer ones.
+    // Which integer convolutions pay: depthwise ones (Tessera's own op), unit-stride ones where
+    // Tessera's tap kernel runs them (AVX-512 VNNI or AVX2), and, where tract's integer
+    // products pay (`integer_pays`), pointwise ones (a matrix product for tract) and, through
+    // tract's integer im2col — a generic gather whose cost only a wide product amortizes —
+    // those with many output channels. Narrower ones stay float, on Tessera's convolution:
+    // mtcnn's (10 to 128 channels) ran 1.5-2x slower as tract's integer ones. Where tract's do
+    // not pay, only those the tap kernel takes and runs faster than the float product by their
+    // input's shape too: what it leaves would go to tract's slow integer kernel.
     let pool = &conv.pool_spec;
     let depthwise =
         conv.group > 1 && conv.group == pool.input_channels && conv.group == pool.output_channels;
@@ -214,8 +216,17 @@ fn integer_conv(
             .as_ref()
             .is_none_or(|s| s.iter().all(|&s| s == 1));
     let wide = pool.output_channels >= MIN_IM2COL_CHANNELS;
-    let on_vnni = super::quantized_conv_runs_on_vnni(conv);
-    if !(depthwise || (conv.group == 1 && integer_pays && (pointwise || wide || on_vnni))) {
+    let on_tap_kernel = super::quantized_conv_runs_on_tap_products(conv);
+    let integer = if integer_pays {
+        pointwise || wide || on_tap_kernel
+    } else {
+        let input = model.outlet_fact(node.inputs[0]).ok()?;
+        input
+            .shape
+            .as_concrete()
+            .is_some_and(|shape| super::tap_products_pay_over_float(conv, shape))
+    };
+    if !(depthwise || (conv.group == 1 && integer)) {
         return None;
     }
     let x = activation(model, node.inputs[0])?;
@@ -637,15 +648,17 @@ fn integer_products_where(
             count += 1;
         }
     }
+    // Before tract's declutter makes the 1×1 ones matrix products for its own integer kernel:
+    // first Tessera's tap kernel (k×1 ones included: it reads a column-wide input as one row),
+    // then, for tract, the rest of those in 1-D (whose weights it no longer sees as constants),
+    // then exact float sums for the rest it decides on (where integers pay, the narrow ones:
+    // u8 weights, whose centred values leave i8, or strides).
+    super::quantized_convs_on_tap_products(model)?;
     for id in 0..model.nodes().len() {
         if let Some(patch) = integer_conv_in_one_d(model, model.node(id)) {
             patch.apply(model)?;
         }
     }
-    // Before tract's declutter makes the 1×1 ones matrix products for its own integer kernel:
-    // first Tessera's VNNI kernel, then exact float sums for the rest it decides on (where
-    // integers pay, the narrow ones: u8 weights, whose centred values leave i8, or strides).
-    super::quantized_convs_on_vnni(model)?;
     count += super::quantized_conv_in_f32::quantized_convs_in_f32_where(model, integer_pays)?;
     Ok(count)
 }
@@ -795,11 +808,18 @@ mod tests {
         Ok(())
     }
 
-    /// Where tract's integer products do not pay, only the product of two computed operands is
-    /// rewritten (exact in f32); the convolution and the product with constant weights stay f32.
+    /// Where tract's integer products do not pay, the product of two computed operands is
+    /// rewritten (exact in f32), and the convolution made integer for Tessera's tap kernel where
+    /// that pays (VNNI; on AVX2 this 1×1 one over 25 positions is too small to); the product
+    /// with constant weights stays f32.
     fn float_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
+        use super::super::quantized_tap_products::TapIsa;
         let count = integer_products_where(typed, model, false)?;
-        ensure!(count == 1, "{count} products rewritten, expected 1");
+        let expected = 1 + usize::from(TapIsa::best() == Some(TapIsa::Vnni));
+        ensure!(
+            count == expected,
+            "{count} products rewritten, expected {expected}"
+        );
         Ok(())
     }
 
@@ -989,8 +1009,8 @@ mod tests {
     }
 
     /// A 1×1 ConvInteger with u8 weights and a weight zero point (onnxruntime's dynamic u8
-    /// format): centred, the weights leave i8, so Tessera's VNNI kernel cannot take it, and
-    /// tract would run it as an integer matrix product.
+    /// format): centred, the weights leave i8, so Tessera's VNNI kernel cannot take it (AVX2's
+    /// can), and tract would run it as an integer matrix product.
     fn dynamic_pointwise_conv_model() -> Vec<u8> {
         // Weights 1 and 2 are 130 and 129 below the zero point.
         let weights = levels(6 * 5, 1);
@@ -1012,9 +1032,16 @@ mod tests {
         Ok(())
     }
 
+    /// VNNI's kernel cannot hold the weights, so the convolution becomes exact f32 sums (a
+    /// rewrite counted); AVX2's tap kernel holds them and takes it (not counted).
     fn exact_float_conv_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
+        use super::super::quantized_tap_products::TapIsa;
         let count = integer_products_where(typed, model, true)?;
-        ensure!(count == 1, "{count} products rewritten, expected 1");
+        let expected = usize::from(TapIsa::best() != Some(TapIsa::Avx2));
+        ensure!(
+            count == expected,
+            "{count} products rewritten, expected {expected}"
+        );
         ensure!(
             !typed
                 .nodes()
@@ -1076,18 +1103,30 @@ mod tests {
         )
     }
 
+    /// Where Tessera's tap kernel runs (x86-64 with AVX2 or VNNI) it takes the convolution as
+    /// it is (a column-wide input is one row to it); elsewhere the convolution is run in 1-D.
     fn one_d_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
         let count = integer_products_where(typed, model, true)?;
         ensure!(count == 1, "{count} products rewritten, expected 1");
-        ensure!(
-            typed.nodes().iter().any(|n| n.name.ends_with(".one_d")),
-            "the convolution was not run in 1-D"
-        );
+        if super::super::quantized_tap_products::available() {
+            ensure!(
+                typed
+                    .nodes()
+                    .iter()
+                    .any(|n| n.op().name() == "FastQuantizedConv"),
+                "the convolution is not on the tap kernel"
+            );
+        } else {
+            ensure!(
+                typed.nodes().iter().any(|n| n.name.ends_with(".one_d")),
+                "the convolution was not run in 1-D"
+            );
+        }
         Ok(())
     }
 
     #[test]
-    fn a_convolution_one_column_wide_runs_in_one_d_with_the_same_sums() {
+    fn a_convolution_one_column_wide_runs_on_the_tap_kernel_or_in_one_d_with_the_same_sums() {
         let out = MIN_IM2COL_CHANNELS;
         let weights: Vec<i8> = (0..out * 2 * 3)
             .map(|i| ((i * 53 % 255) as i32 - 127) as i8)

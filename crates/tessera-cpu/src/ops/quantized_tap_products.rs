@@ -13,6 +13,13 @@
 //! in i8), once per plan as quads of the same 4 channels. The sums of 4 vectors of 16 positions
 //! by 6 output channels stay in registers over the whole depth. Then, exactly,
 //! `Σ (x − x_zero)(w − w_zero) + bias = Σ x·(w − w_zero) − x_zero·Σ (w − w_zero) + bias`.
+//!
+//! CPUs without VNNI (AVX2 only: Zen 3, most desktops) run the same layout with pairs of 2
+//! channels as 16-bit values per 32-bit lane, 8 positions a vector: `VPMADDWD` multiplies the
+//! pairs by a pair of weights and adds the 2 products, 16 an instruction, twice an f32 FMA's
+//! rate, and exact (onnxruntime's AVX2 kernels pair bytes with `VPMADDUBSW` instead, whose
+//! 16-bit sums saturate). The weights may then be any centred 8-bit value (`−255..=255`: dynamic
+//! u8 ones too).
 
 use super::quantized_conv_in_f32::QuantizedConv;
 use super::quantized_depthwise_conv::input_zero_point;
@@ -25,30 +32,117 @@ use tessera_core::tract_onnx::tract_core::ops::nn::DataFormat;
 
 /// Output channels per micro-tile.
 const CHANNELS: usize = 6;
-/// Positions per vector (one 32-bit lane each).
-const LANES: usize = 16;
-/// Vectors of positions per micro-tile.
-const VECTORS: usize = 4;
-/// Positions per parallel task.
-const TASK_POSITIONS: usize = 512;
 /// Tasks a convolution is split into at least, where it has the channels for them.
 const MIN_TASKS: usize = 8;
+/// Lanes past a task's last position the kernels may read: the widest vector's.
+const MAX_LANES: usize = 16;
 
-/// Whether the micro-kernel runs on this CPU.
-pub fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512vnni")
+/// The micro-kernel that computes the products, by the instructions the CPU has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TapIsa {
+    /// AVX-512 VNNI: `VPDPBUSD` over quads of 4 channels as bytes, 16 positions a vector.
+    Vnni,
+    /// AVX2: `VPMADDWD` over pairs of 2 channels as 16-bit values, 8 positions a vector.
+    Avx2,
+}
+
+impl TapIsa {
+    pub const ALL: [TapIsa; 2] = [TapIsa::Vnni, TapIsa::Avx2];
+
+    /// The fastest this CPU runs, if any.
+    pub fn best() -> Option<TapIsa> {
+        TapIsa::ALL.into_iter().find(|isa| isa.runs_here())
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+
+    pub fn runs_here(self) -> bool {
+        match self {
+            TapIsa::Vnni => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512vnni")
+            }
+            TapIsa::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
+        }
+    }
+
+    /// Its layout and tiles.
+    fn layout(self) -> Layout {
+        match self {
+            TapIsa::Vnni => Layout {
+                group: 4,
+                lanes: 16,
+                vectors: 4,
+                task_positions: 512,
+            },
+            TapIsa::Avx2 => Layout {
+                group: 2,
+                lanes: 8,
+                vectors: 2,
+                task_positions: 256,
+            },
+        }
+    }
+
+    /// Input channels per 32-bit lane.
+    fn group(self) -> usize {
+        self.layout().group
+    }
+
+    /// Whether a centred weight fits the kernel's operand: a signed byte for VNNI, any centred
+    /// 8-bit weight in AVX2's 16 bits.
+    fn holds_weight(self, w: i32) -> bool {
+        match self {
+            TapIsa::Vnni => i8::try_from(w).is_ok(),
+            TapIsa::Avx2 => (-255..=255).contains(&w),
+        }
     }
 }
 
-/// Whether `conv` has a geometry this op runs (given a VNNI CPU): channels first, 1-D or 2-D,
-/// one group, unit strides.
+/// Output positions below which a QDQ pointwise (1×1) convolution is better left float than
+/// made integer for the AVX2 kernel: there the layout, correction and requantization passes
+/// around the products cost more than the kernel saves over tract's f32 product
+/// (ppocr_mobile_cls's 1×1 convolutions over 192 positions ran 1.6–2× slower on it). Quantized
+/// convolutions of the other formats it takes whatever their size: their alternatives (f32 sums
+/// of centred values, tract's integer kernel) are slower still.
+const AVX2_MIN_POINTWISE_POSITIONS: usize = 512;
+
+/// Whether making the float convolution `conv` of a QDQ pattern, over an input of `shape`, an
+/// integer one for this CPU's kernel pays (given weights that fit it).
+pub fn pays_over_float(conv: &Conv, shape: &[usize]) -> bool {
+    let Some(isa) = TapIsa::best() else {
+        return false;
+    };
+    if !runs_geometry(conv) || shape.len() < 3 {
+        return false;
+    }
+    let padding = conv.pool_spec.computed_padding(&shape[2..]);
+    let positions: usize = padding.iter().map(|p| p.convoluted).product();
+    isa != TapIsa::Avx2
+        || conv.pool_spec.kernel_shape.iter().any(|&k| k != 1)
+        || positions >= AVX2_MIN_POINTWISE_POSITIONS
+}
+
+/// A kernel's layout and tiles.
+struct Layout {
+    /// Input channels per 32-bit lane.
+    group: usize,
+    /// Positions per vector (one 32-bit lane each).
+    lanes: usize,
+    /// Vectors of positions per micro-tile: with [`CHANNELS`] sums each, the registers left for
+    /// the inputs and a weight (AVX2: 12 sums, 2 inputs, a weight and a product of 16).
+    vectors: usize,
+    /// Positions per parallel task. AVX2's pairs take twice the bytes of VNNI's quads per
+    /// channel: half the positions keep a task's inputs in L2 (256 positions of a 3×3
+    /// convolution over 64 channels: 295 KB) while each block of channels reads them again.
+    task_positions: usize,
+}
+
+/// Whether a micro-kernel runs on this CPU.
+pub fn available() -> bool {
+    TapIsa::best().is_some()
+}
+
+/// Whether `conv` has a geometry this op runs (given a CPU it runs on): channels first, 1-D or
+/// 2-D, one group, unit strides.
 pub fn runs_geometry(conv: &Conv) -> bool {
     let spec = &conv.pool_spec;
     available()
@@ -69,8 +163,11 @@ pub struct FastQuantizedConv {
     pub dilation: [usize; 2],
     pub pad_before: [usize; 2],
     pub output_hw: [usize; 2],
-    /// Centred weights in quads of 4 input channels (`i32` of 4 `i8`): blocks of [`CHANNELS`]
-    /// output channels, each `depth quads × CHANNELS`, the last block padded with zeros.
+    /// The micro-kernel, which decides the layouts below.
+    pub isa: TapIsa,
+    /// Centred weights in groups of [`TapIsa::group`] input channels per `i32` (4 `i8` for
+    /// VNNI, 2 `i16` for AVX2): blocks of [`CHANNELS`] output channels, each `depth groups ×
+    /// CHANNELS`, the last block padded with zeros.
     pub packed: Vec<i32>,
     /// `Σ (w − w_zero)` per output channel.
     pub weight_sums: Vec<i32>,
@@ -79,26 +176,26 @@ pub struct FastQuantizedConv {
     pub input_zero: Option<i32>,
     /// u8 or i8.
     pub input: DatumType,
-    /// Where each quad-tap starts from the output position ([`Self::offsets`]).
+    /// Where each group-tap starts from the output position ([`Self::offsets`]).
     pub offsets: Vec<usize>,
 }
 
 thread_local! {
-    /// Each thread's input quads and sums, kept between runs so that no run allocates them.
+    /// Each thread's laid-out input and sums, kept between runs so that no run allocates them.
     static KEPT: RefCell<(Vec<i32>, Vec<i32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
-/// `f` with this thread's kept buffers, `quads` and `sums` long (contents left from earlier
+/// `f` with this thread's kept buffers, `groups` and `sums` long (contents left from earlier
 /// runs); a nested call, should there be one, gets buffers of its own.
-fn with_kept<R>(quads: usize, sums: usize, f: impl FnOnce(&mut [i32], &mut [i32]) -> R) -> R {
-    let use_buffers = |(q, s): &mut (Vec<i32>, Vec<i32>)| {
-        if q.len() < quads {
-            q.resize(quads, 0);
+fn with_kept<R>(groups: usize, sums: usize, f: impl FnOnce(&mut [i32], &mut [i32]) -> R) -> R {
+    let use_buffers = |(g, s): &mut (Vec<i32>, Vec<i32>)| {
+        if g.len() < groups {
+            g.resize(groups, 0);
         }
         if s.len() < sums {
             s.resize(sums, 0);
         }
-        f(&mut q[..quads], &mut s[..sums])
+        f(&mut g[..groups], &mut s[..sums])
     };
     KEPT.with(|cell| match cell.try_borrow_mut() {
         Ok(mut buffers) => use_buffers(&mut buffers),
@@ -107,9 +204,13 @@ fn with_kept<R>(quads: usize, sums: usize, f: impl FnOnce(&mut [i32], &mut [i32]
 }
 
 impl FastQuantizedConv {
-    /// The op for `q` over an input of `shape`, when the geometry runs here and every centred
-    /// weight fits in i8.
-    pub fn for_conv(q: &QuantizedConv, shape: &[usize]) -> Option<FastQuantizedConv> {
+    /// The op for `q` over an input of `shape` on `isa`'s kernel (which the caller checked runs
+    /// here), when the geometry runs here and every centred weight fits the kernel.
+    pub fn for_conv_on(
+        q: &QuantizedConv,
+        shape: &[usize],
+        isa: TapIsa,
+    ) -> Option<FastQuantizedConv> {
         if !runs_geometry(&q.conv) || !(3..=4).contains(&shape.len()) {
             return None;
         }
@@ -138,15 +239,20 @@ impl FastQuantizedConv {
             return None;
         }
         let (channels, depth) = (q.channels, spec.input_channels * kernel[0] * kernel[1]);
-        if q.centred.len() != channels * depth
-            || q.centred.iter().any(|&w| i8::try_from(w).is_err())
-        {
+        if q.centred.len() != channels * depth || !q.centred.iter().all(|&w| isa.holds_weight(w)) {
             return None;
         }
-        // Every i32 on the way stays in range: the kernel's sums (at most 255 · 128 per product)
-        // and the correction (the zero point, up to 255, times as much) plus the bias.
+        // Every i32 on the way stays in range: the kernel's sums (at most 255 times the largest
+        // centred weight per product) and the correction (the zero point, up to 255, times as
+        // much) plus the bias.
         let largest_bias = q.bias.iter().map(|&b| (b as i64).abs()).max().unwrap_or(0);
-        if largest_bias + 2 * 255 * 128 * depth as i64 > i32::MAX as i64 {
+        let largest_weight = q
+            .centred
+            .iter()
+            .map(|&w| (w as i64).abs())
+            .max()
+            .unwrap_or(0);
+        if largest_bias + 2 * 255 * largest_weight * depth as i64 > i32::MAX as i64 {
             return None;
         }
         let mut fast = FastQuantizedConv {
@@ -157,11 +263,13 @@ impl FastQuantizedConv {
             dilation,
             pad_before,
             output_hw,
+            isa,
             packed: pack_weights(
                 &q.centred,
                 channels,
                 spec.input_channels,
                 kernel[0] * kernel[1],
+                isa,
             ),
             weight_sums: q
                 .centred
@@ -182,16 +290,20 @@ impl FastQuantizedConv {
         [0, 1].map(|a| self.output_hw[a] + (self.kernel[a] - 1) * self.dilation[a])
     }
 
-    /// Where each quad-tap starts, from the output position: channel quads major, then taps.
+    /// Channel groups of the laid-out input.
+    fn groups(&self) -> usize {
+        self.input_shape[1].div_ceil(self.isa.group())
+    }
+
+    /// Where each group-tap starts, from the output position: channel groups major, then taps.
     fn offsets(&self) -> Vec<usize> {
         let [hp, wp] = self.padded_hw();
-        let quads = self.input_shape[1].div_ceil(4);
-        let mut offsets = Vec::with_capacity(quads * self.kernel[0] * self.kernel[1]);
-        for quad in 0..quads {
+        let mut offsets = Vec::with_capacity(self.groups() * self.kernel[0] * self.kernel[1]);
+        for group in 0..self.groups() {
             for ky in 0..self.kernel[0] {
                 for kx in 0..self.kernel[1] {
                     offsets
-                        .push(quad * hp * wp + ky * self.dilation[0] * wp + kx * self.dilation[1]);
+                        .push(group * hp * wp + ky * self.dilation[0] * wp + kx * self.dilation[1]);
                 }
             }
         }
@@ -207,40 +319,43 @@ impl FastQuantizedConv {
         shape
     }
 
-    /// One image's input (`[C][H][W]`) as quads of channels over the padded plane, as u8 (an i8
-    /// input shifted by 128), padding and the last quad's missing channels the zero point. Quads
-    /// in parallel: on one thread this pass left the others idle before the products.
-    fn lay_out<T: Copy + Into<i32> + Sync>(
+    /// One image's input (`[C][H][W]`) as groups of channels over the padded plane, each value
+    /// `E` of `x + shift` (an i8 input shifted by 128 to u8), padding and the last group's
+    /// missing channels the zero point. Groups in parallel: on one thread this pass left the
+    /// others idle before the products.
+    fn lay_out<T: Copy + Into<i32> + Sync, E: Copy + Send + Sync>(
         &self,
         image: &[T],
-        zero_u8: u8,
-        quads: &mut [u8],
+        zero: E,
+        laid_out: &mut [E],
+        value: impl Fn(i32) -> E + Sync,
     ) -> TractResult<()> {
         let [_, c, h, w] = self.input_shape;
         let [hp, wp] = self.padded_hw();
+        let g = self.isa.group();
         let shift = if self.input == i8::datum_type() {
             128
         } else {
             0
         };
-        let plane = hp * wp * 4;
-        let (laid, tail) = quads.split_at_mut(c.div_ceil(4) * plane);
+        let plane = hp * wp * g;
+        let (laid, tail) = laid_out.split_at_mut(self.groups() * plane);
         // Read only for the columns past the outputs: the zero point, as the padding.
-        tail.fill(zero_u8);
+        tail.fill(zero);
         let columns = w.min(wp - self.pad_before[1]);
         let rows = h.min(hp.saturating_sub(self.pad_before[0]));
-        parallel::par_chunks_mut(laid, plane, c * hp * wp, |first_quad, block| {
-            for (q, quad) in block.chunks_exact_mut(plane).enumerate() {
-                quad.fill(zero_u8);
-                let channels = (first_quad + q) * 4..((first_quad + q) * 4 + 4).min(c);
-                for (byte, channel) in channels.enumerate() {
+        parallel::par_chunks_mut(laid, plane, c * hp * wp, |first_group, block| {
+            for (q, group) in block.chunks_exact_mut(plane).enumerate() {
+                group.fill(zero);
+                let channels = (first_group + q) * g..((first_group + q) * g + g).min(c);
+                for (slot, channel) in channels.enumerate() {
                     let source = &image[channel * h * w..][..h * w];
                     for y in 0..rows {
-                        let start = ((y + self.pad_before[0]) * wp + self.pad_before[1]) * 4;
+                        let start = ((y + self.pad_before[0]) * wp + self.pad_before[1]) * g;
                         let row = &source[y * w..][..columns];
-                        let pixels = &mut quad[start..][..columns * 4];
-                        for (pixel, &v) in pixels.chunks_exact_mut(4).zip(row) {
-                            pixel[byte] = (v.into() + shift) as u8;
+                        let pixels = &mut group[start..][..columns * g];
+                        for (pixel, &v) in pixels.chunks_exact_mut(g).zip(row) {
+                            pixel[slot] = value(v.into() + shift);
                         }
                     }
                 }
@@ -250,12 +365,12 @@ impl FastQuantizedConv {
     }
 
     /// One image's sums (`[output channels][rows × padded width]`, before the correction) into
-    /// `sums`, through its quads laid out in `quads` ([`Self::lay_out`]).
+    /// `sums`, through its groups laid out in `groups` ([`Self::lay_out`]).
     fn convolve_image<T: Copy + Into<i32> + Sync>(
         &self,
         image: &[T],
         zero_u8: u8,
-        quads: &mut [i32],
+        groups: &mut [i32],
         sums: &mut [i32],
     ) -> TractResult<()> {
         let [ho, wp] = [self.output_hw[0], self.padded_hw()[1]];
@@ -264,32 +379,53 @@ impl FastQuantizedConv {
             sums.len() >= self.output_channels * positions,
             "quantized tap products: the sums are smaller than their geometry"
         );
-        // SAFETY: the bytes of the quads' own i32 values (x86-64: little-endian, so byte `i`
-        // of a value is channel `i` of its quad, as the kernel pairs them).
-        let bytes = unsafe {
-            std::slice::from_raw_parts_mut(quads.as_mut_ptr() as *mut u8, quads.len() * 4)
-        };
-        self.lay_out(image, zero_u8, bytes)?;
+        // SAFETY (both): the bytes or 16-bit halves of the groups' own i32 values (x86-64:
+        // little-endian, so part `i` of a value is channel `i` of its group, as the kernels
+        // pair them).
+        match self.isa {
+            TapIsa::Vnni => self.lay_out(
+                image,
+                zero_u8,
+                unsafe {
+                    std::slice::from_raw_parts_mut(groups.as_mut_ptr() as *mut u8, groups.len() * 4)
+                },
+                |v| v as u8,
+            )?,
+            TapIsa::Avx2 => self.lay_out(
+                image,
+                zero_u8 as i16,
+                unsafe {
+                    std::slice::from_raw_parts_mut(
+                        groups.as_mut_ptr() as *mut i16,
+                        groups.len() * 2,
+                    )
+                },
+                |v| v as i16,
+            )?,
+        }
         let sums_at = SharedSums(sums.as_mut_ptr());
         // Tasks over runs of positions and, where those are few (a 1-D convolution over a short
         // sequence), groups of channel blocks too.
-        let position_tasks = positions.div_ceil(TASK_POSITIONS);
+        let task_positions = self.isa.layout().task_positions;
+        let position_tasks = positions.div_ceil(task_positions);
         let blocks = self.output_channels.div_ceil(CHANNELS);
         let per_group = blocks.div_ceil(MIN_TASKS.div_ceil(position_tasks).min(blocks));
-        let groups = blocks.div_ceil(per_group);
-        let quads = &*quads;
-        parallel::for_each(position_tasks * groups, 0, |_, task| {
-            let (run, group) = (task / groups, task % groups);
-            let first = run * TASK_POSITIONS;
-            let count = (positions - first).min(TASK_POSITIONS);
-            let blocks = group * per_group..((group + 1) * per_group).min(blocks);
-            // SAFETY: AVX-512 VNNI is present (the caller checked); every read lies inside
-            // `quads` (the caller's length covers the farthest offset plus a row); the task
-            // writes positions `first..first + count` of each row of `sums` (checked long
-            // enough above), rows `positions` apart, which no other task writes.
+        let block_groups = blocks.div_ceil(per_group);
+        let groups = &*groups;
+        parallel::for_each(position_tasks * block_groups, 0, |_, task| {
+            let (run, block_group) = (task / block_groups, task % block_groups);
+            let first = run * task_positions;
+            let count = (positions - first).min(task_positions);
+            let blocks = block_group * per_group..((block_group + 1) * per_group).min(blocks);
+            // SAFETY: the kernel's instructions are present (the caller checked); every read
+            // lies inside `groups` (the caller's length covers the farthest offset plus a row
+            // and a vector); the task writes positions `first..first + count` of each row of
+            // `sums` (checked long enough above), rows `positions` apart, which no other task
+            // writes.
             unsafe {
                 products(
-                    quads,
+                    self.isa,
+                    groups,
                     &self.offsets,
                     &self.packed,
                     self.output_channels,
@@ -309,7 +445,11 @@ impl FastQuantizedConv {
         input: &TValue,
         input_zero: i32,
     ) -> TractResult<Tensor> {
-        ensure!(available(), "quantized tap products need AVX-512 VNNI");
+        ensure!(
+            self.isa.runs_here(),
+            "quantized tap products built for {:?}, which this CPU lacks",
+            self.isa
+        );
         let [n, c, h, w] = self.input_shape;
         ensure!(
             input.shape().iter().product::<usize>() == n * c * h * w,
@@ -329,36 +469,41 @@ impl FastQuantizedConv {
         let [hp, wp] = self.padded_hw();
         let [ho, wo] = self.output_hw;
         let positions = ho * wp;
-        // Reads reach past the last plane by at most a row (the columns beyond the outputs).
-        let quad_len = c.div_ceil(4) * hp * wp + wp + LANES;
+        // Reads reach past the last plane by at most a row (the columns beyond the outputs) and
+        // a vector.
+        let groups_len = self.groups() * hp * wp + wp + MAX_LANES;
         let mut output = Tensor::zero::<i32>(&self.output_shape())?;
         let mut out_ram = output.try_as_plain_ram_mut()?;
         let out = out_ram.as_slice_mut::<i32>()?;
-        with_kept(quad_len, self.output_channels * positions, |quads, sums| {
-            for (image, out) in values
-                .chunks_exact(c * h * w)
-                .zip(out.chunks_exact_mut(self.output_channels * ho * wo))
-            {
-                self.convolve_image(image, zero_u8, quads, sums)?;
-                let sums = &*sums;
-                // Output channels in parallel, as the products before them.
-                parallel::par_chunks_mut(out, ho * wo, out.len(), |first, channels| {
-                    for (o, out) in channels.chunks_exact_mut(ho * wo).enumerate() {
-                        let channel = first + o;
-                        let sums = &sums[channel * positions..][..positions];
-                        let correction =
-                            self.bias[channel] - zero_u8 as i32 * self.weight_sums[channel];
-                        for (out, sums) in out.chunks_exact_mut(wo).zip(sums.chunks_exact(wp)) {
-                            for (o, &s) in out.iter_mut().zip(sums) {
-                                *o = s + correction;
+        with_kept(
+            groups_len,
+            self.output_channels * positions,
+            |groups, sums| {
+                for (image, out) in values
+                    .chunks_exact(c * h * w)
+                    .zip(out.chunks_exact_mut(self.output_channels * ho * wo))
+                {
+                    self.convolve_image(image, zero_u8, groups, sums)?;
+                    let sums = &*sums;
+                    // Output channels in parallel, as the products before them.
+                    parallel::par_chunks_mut(out, ho * wo, out.len(), |first, channels| {
+                        for (o, out) in channels.chunks_exact_mut(ho * wo).enumerate() {
+                            let channel = first + o;
+                            let sums = &sums[channel * positions..][..positions];
+                            let correction =
+                                self.bias[channel] - zero_u8 as i32 * self.weight_sums[channel];
+                            for (out, sums) in out.chunks_exact_mut(wo).zip(sums.chunks_exact(wp)) {
+                                for (o, &s) in out.iter_mut().zip(sums) {
+                                    *o = s + correction;
+                                }
                             }
                         }
-                    }
-                    Ok(())
-                })?;
-            }
-            TractResult::Ok(())
-        })?;
+                        Ok(())
+                    })?;
+                }
+                TractResult::Ok(())
+            },
+        )?;
         Ok(output)
     }
 }
@@ -375,20 +520,34 @@ impl SharedSums {
     }
 }
 
-/// `centred` (`channels` rows of `inputs × taps`, input channel major) packed for [`products`].
-fn pack_weights(centred: &[i32], channels: usize, inputs: usize, taps: usize) -> Vec<i32> {
-    let quads = inputs.div_ceil(4);
-    let depth = quads * taps;
+/// `centred` (`channels` rows of `inputs × taps`, input channel major) packed for [`products`]
+/// on `isa`: each `i32` the weights of one group of input channels at one tap.
+fn pack_weights(
+    centred: &[i32],
+    channels: usize,
+    inputs: usize,
+    taps: usize,
+    isa: TapIsa,
+) -> Vec<i32> {
+    let g = isa.group();
+    let groups = inputs.div_ceil(g);
+    let depth = groups * taps;
     let mut packed = vec![0i32; channels.div_ceil(CHANNELS) * depth * CHANNELS];
     for (row, weights) in centred.chunks_exact(inputs * taps).enumerate() {
         let (block, j) = (row / CHANNELS, row % CHANNELS);
-        for quad in 0..quads {
+        for group in 0..groups {
             for tap in 0..taps {
                 let mut bytes = [0u8; 4];
-                for (byte, channel) in (quad * 4..(quad * 4 + 4).min(inputs)).enumerate() {
-                    bytes[byte] = weights[channel * taps + tap] as i8 as u8;
+                for (slot, channel) in (group * g..(group * g + g).min(inputs)).enumerate() {
+                    let w = weights[channel * taps + tap];
+                    match isa {
+                        TapIsa::Vnni => bytes[slot] = w as i8 as u8,
+                        TapIsa::Avx2 => {
+                            bytes[slot * 2..][..2].copy_from_slice(&(w as i16).to_le_bytes())
+                        }
+                    }
                 }
-                let k = quad * taps + tap;
+                let k = group * taps + tap;
                 packed[(block * depth + k) * CHANNELS + j] = i32::from_le_bytes(bytes);
             }
         }
@@ -396,15 +555,17 @@ fn pack_weights(centred: &[i32], channels: usize, inputs: usize, taps: usize) ->
     packed
 }
 
-/// Sums over every quad-tap for positions `first..first + count` of the output channels of
-/// `blocks` (of [`CHANNELS`]), into rows `row_len` apart from `sums`.
+/// Sums over every group-tap for positions `first..first + count` of the output channels of
+/// `blocks` (of [`CHANNELS`]), into rows `row_len` apart from `sums`, on `isa`'s micro-kernel.
 ///
-/// SAFETY: AVX-512F and VNNI must be present; `quads` must hold `offsets[k] + first + count`
-/// values for every `k` (a masked load may read up to 15 lanes past them: they must exist too);
-/// the positions written must be writable and written by no other thread meanwhile.
+/// SAFETY: `isa`'s instructions must be present; `groups` must hold `offsets[k] + first +
+/// count` values for every `k` (a vector may read up to [`MAX_LANES`] − 1 lanes past them: they
+/// must exist too); the positions written must be writable and written by no other thread
+/// meanwhile.
 #[allow(clippy::too_many_arguments)]
 unsafe fn products(
-    quads: &[i32],
+    isa: TapIsa,
+    groups: &[i32],
     offsets: &[usize],
     packed: &[i32],
     channels: usize,
@@ -414,93 +575,159 @@ unsafe fn products(
     sums: *mut i32,
     row_len: usize,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let depth = offsets.len();
-        for block in blocks {
-            let rows = (channels - block * CHANNELS).min(CHANNELS);
-            let weights = packed[block * depth * CHANNELS..].as_ptr();
-            let mut p = first;
-            while p < first + count {
-                let left = first + count - p;
-                let vectors = left.div_ceil(LANES).min(VECTORS);
-                let n = left.min(vectors * LANES);
-                let tail = n - (vectors - 1) * LANES;
-                // SAFETY: the caller's (see above), for this tile's positions `p..p + n`.
-                unsafe {
-                    let base = quads.as_ptr().add(p);
-                    let out = sums.add(block * CHANNELS * row_len + p);
-                    match vectors {
-                        4 => tile::<4>(base, offsets, weights, out, row_len, rows, tail),
-                        3 => tile::<3>(base, offsets, weights, out, row_len, rows, tail),
-                        2 => tile::<2>(base, offsets, weights, out, row_len, rows, tail),
-                        _ => tile::<1>(base, offsets, weights, out, row_len, rows, tail),
-                    }
+    let depth = offsets.len();
+    let Layout {
+        lanes,
+        vectors: max_vectors,
+        ..
+    } = isa.layout();
+    for block in blocks {
+        let rows = (channels - block * CHANNELS).min(CHANNELS);
+        let weights = packed[block * depth * CHANNELS..].as_ptr();
+        let mut p = first;
+        while p < first + count {
+            let left = first + count - p;
+            let vectors = left.div_ceil(lanes).min(max_vectors);
+            let n = left.min(vectors * lanes);
+            let tail = n - (vectors - 1) * lanes;
+            // SAFETY: the caller's (see above), for this tile's positions `p..p + n`.
+            unsafe {
+                let base = groups.as_ptr().add(p);
+                let out = sums.add(block * CHANNELS * row_len + p);
+                let tile = (base, offsets, weights, out, row_len, rows, tail);
+                match (isa, vectors) {
+                    (TapIsa::Vnni, 4) => vnni::tile::<4>(tile),
+                    (TapIsa::Vnni, 3) => vnni::tile::<3>(tile),
+                    (TapIsa::Vnni, 2) => vnni::tile::<2>(tile),
+                    (TapIsa::Vnni, _) => vnni::tile::<1>(tile),
+                    (TapIsa::Avx2, 2) => avx2::tile::<2>(tile),
+                    (TapIsa::Avx2, _) => avx2::tile::<1>(tile),
                 }
-                p += n;
             }
+            p += n;
         }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (
-        quads, offsets, packed, channels, first, count, sums, row_len,
-    );
 }
 
-/// One micro-tile: `V` vectors of positions (the last holding `tail` of 16) by [`CHANNELS`]
-/// channels (the first `rows` stored).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vnni")]
-#[inline]
-// Indexes over the register block: it must unroll into named registers.
-#[allow(clippy::needless_range_loop)]
-unsafe fn tile<const V: usize>(
-    quads: *const i32,
-    offsets: &[usize],
-    weights: *const i32,
-    out: *mut i32,
-    out_row: usize,
-    rows: usize,
-    tail: usize,
-) {
+/// A micro-tile's arguments: the group-taps' first position, their offsets, the block's
+/// weights, where its sums go, the distance between their rows, how many rows (channels) to
+/// store, and how many positions of the last vector.
+type Tile<'a> = (
+    *const i32,
+    &'a [usize],
+    *const i32,
+    *mut i32,
+    usize,
+    usize,
+    usize,
+);
+
+mod vnni {
+    use super::{CHANNELS, Tile};
     use std::arch::x86_64::*;
-    let mask: __mmask16 = if tail >= LANES {
-        0xffff
-    } else {
-        (1u16 << tail) - 1
-    };
-    let mut acc = [[_mm512_setzero_si512(); CHANNELS]; V];
-    for (k, &offset) in offsets.iter().enumerate() {
-        // SAFETY: the caller's: quad-tap `k`'s `V` vectors (the last masked) lie inside the
-        // quads, and its `CHANNELS` weights inside the block.
-        unsafe {
-            let a = quads.add(offset);
-            let mut x = [_mm512_setzero_si512(); V];
-            for (v, x) in x.iter_mut().enumerate() {
-                *x = if v + 1 == V {
-                    _mm512_maskz_loadu_epi32(mask, a.add(v * LANES))
-                } else {
-                    _mm512_loadu_si512(a.add(v * LANES) as *const _)
-                };
+
+    const LANES: usize = 16;
+
+    /// One micro-tile: `V` vectors of 16 positions (the last holding `tail`) by [`CHANNELS`]
+    /// channels (the first `rows` stored).
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    #[inline]
+    // Indexes over the register block: it must unroll into named registers.
+    #[allow(clippy::needless_range_loop)]
+    pub unsafe fn tile<const V: usize>((quads, offsets, weights, out, out_row, rows, tail): Tile) {
+        let mask: __mmask16 = if tail >= LANES {
+            0xffff
+        } else {
+            (1u16 << tail) - 1
+        };
+        let mut acc = [[_mm512_setzero_si512(); CHANNELS]; V];
+        for (k, &offset) in offsets.iter().enumerate() {
+            // SAFETY: the caller's: quad-tap `k`'s `V` vectors (the last masked) lie inside the
+            // quads, and its `CHANNELS` weights inside the block.
+            unsafe {
+                let a = quads.add(offset);
+                let mut x = [_mm512_setzero_si512(); V];
+                for (v, x) in x.iter_mut().enumerate() {
+                    *x = if v + 1 == V {
+                        _mm512_maskz_loadu_epi32(mask, a.add(v * LANES))
+                    } else {
+                        _mm512_loadu_si512(a.add(v * LANES) as *const _)
+                    };
+                }
+                let w = weights.add(k * CHANNELS);
+                for j in 0..CHANNELS {
+                    let b = _mm512_set1_epi32(*w.add(j));
+                    for v in 0..V {
+                        acc[v][j] = _mm512_dpbusd_epi32(acc[v][j], x[v], b);
+                    }
+                }
             }
-            let w = weights.add(k * CHANNELS);
-            for j in 0..CHANNELS {
-                let b = _mm512_set1_epi32(*w.add(j));
-                for v in 0..V {
-                    acc[v][j] = _mm512_dpbusd_epi32(acc[v][j], x[v], b);
+        }
+        for j in 0..rows {
+            for v in 0..V {
+                // SAFETY: the caller's: row `j`'s `V` vectors (the last masked) lie inside `out`.
+                unsafe {
+                    let at = out.add(j * out_row + v * LANES);
+                    if v + 1 == V {
+                        _mm512_mask_storeu_epi32(at, mask, acc[v][j]);
+                    } else {
+                        _mm512_storeu_si512(at as *mut _, acc[v][j]);
+                    }
                 }
             }
         }
     }
-    for j in 0..rows {
-        for v in 0..V {
-            // SAFETY: the caller's: row `j`'s `V` vectors (the last masked) lie inside `out`.
+}
+
+mod avx2 {
+    use super::{CHANNELS, Tile};
+    use std::arch::x86_64::*;
+
+    const LANES: usize = 8;
+
+    /// One micro-tile: `V` vectors of 8 positions (the last holding `tail`) by [`CHANNELS`]
+    /// channels (the first `rows` stored). Each lane holds 2 channels as i16, each weight the
+    /// same 2 channels' weights: `VPMADDWD` gives the 2 products' sum, exactly, in 32 bits.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    // Indexes over the register block: it must unroll into named registers.
+    #[allow(clippy::needless_range_loop)]
+    pub unsafe fn tile<const V: usize>((pairs, offsets, weights, out, out_row, rows, tail): Tile) {
+        let mut acc = [[_mm256_setzero_si256(); CHANNELS]; V];
+        for (k, &offset) in offsets.iter().enumerate() {
+            // SAFETY: the caller's: pair-tap `k`'s `V` vectors lie inside the pairs (the last
+            // one's lanes past `tail` too, read and never stored), and its `CHANNELS` weights
+            // inside the block.
             unsafe {
-                let at = out.add(j * out_row + v * LANES);
-                if v + 1 == V {
-                    _mm512_mask_storeu_epi32(at, mask, acc[v][j]);
-                } else {
-                    _mm512_storeu_si512(at as *mut _, acc[v][j]);
+                let a = pairs.add(offset);
+                let mut x = [_mm256_setzero_si256(); V];
+                for (v, x) in x.iter_mut().enumerate() {
+                    *x = _mm256_loadu_si256(a.add(v * LANES) as *const __m256i);
+                }
+                let w = weights.add(k * CHANNELS);
+                for j in 0..CHANNELS {
+                    let b = _mm256_set1_epi32(*w.add(j));
+                    for v in 0..V {
+                        acc[v][j] = _mm256_add_epi32(acc[v][j], _mm256_madd_epi16(x[v], b));
+                    }
+                }
+            }
+        }
+        let mask = _mm256_cmpgt_epi32(
+            _mm256_set1_epi32(tail as i32),
+            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+        );
+        for j in 0..rows {
+            for v in 0..V {
+                // SAFETY: the caller's: row `j`'s `V` vectors (of the last, its first `tail`
+                // lanes) lie inside `out`.
+                unsafe {
+                    let at = out.add(j * out_row + v * LANES);
+                    if v + 1 == V && tail < LANES {
+                        _mm256_maskstore_epi32(at, mask, acc[v][j]);
+                    } else {
+                        _mm256_storeu_si256(at as *mut __m256i, acc[v][j]);
+                    }
                 }
             }
         }
@@ -550,12 +777,18 @@ impl TypedOp for FastQuantizedConv {
     }
 }
 
-/// Replaces every quantized convolution [`FastQuantizedConv::for_conv`] accepts. Returns how
+/// Replaces every quantized convolution [`FastQuantizedConv::for_conv_on`] accepts on this CPU's
+/// best kernel. Returns how
 /// many.
 pub fn use_quantized_tap_products(model: &mut TypedModel) -> TractResult<usize> {
-    if !available() {
-        return Ok(0);
+    match TapIsa::best() {
+        Some(isa) => use_quantized_tap_products_on(model, isa),
+        None => Ok(0),
     }
+}
+
+/// [`use_quantized_tap_products`] on `isa`'s kernel (which runs here).
+fn use_quantized_tap_products_on(model: &mut TypedModel, isa: TapIsa) -> TractResult<usize> {
     let mut count = 0;
     for id in 0..model.nodes().len() {
         let node = model.node(id);
@@ -565,7 +798,7 @@ pub fn use_quantized_tap_products(model: &mut TypedModel) -> TractResult<usize> 
         let Some(shape) = model.outlet_fact(node.inputs[0])?.shape.as_concrete() else {
             continue;
         };
-        let Some(fast) = FastQuantizedConv::for_conv(&q, shape) else {
+        let Some(fast) = FastQuantizedConv::for_conv_on(&q, shape, isa) else {
             continue;
         };
         let mut patch = TypedModelPatch::new("quantized convolution on tap products");
@@ -607,7 +840,7 @@ mod tests {
         dilation: [usize; 2],
     }
 
-    const GEOMETRIES: [Geometry; 4] = [
+    const GEOMETRIES: [Geometry; 5] = [
         Geometry {
             c: 5,
             m: 7,
@@ -643,6 +876,17 @@ mod tests {
             w: 13,
             kernel: [1, 1],
             pads: [0, 0],
+            dilation: [1, 1],
+        },
+        // Positions for several tasks on either kernel, 3 blocks of channels, an odd channel
+        // count (a half-empty pair and quad).
+        Geometry {
+            c: 19,
+            m: 14,
+            h: 20,
+            w: 30,
+            kernel: [3, 3],
+            pads: [1, 1],
             dilation: [1, 1],
         },
     ];
@@ -759,43 +1003,62 @@ mod tests {
             .to_vec()
     }
 
-    fn replaced(model: &mut TypedModel) -> usize {
-        let count = use_quantized_tap_products(model).unwrap();
-        // Without VNNI the op does not exist here: the pass must leave the model to tract.
-        assert_eq!(count, usize::from(available()));
-        count
+    /// The kernels this CPU runs: each test checks every one of them. On an x86-64 without
+    /// AVX2 there is none, and the pass must leave the model to tract.
+    fn kernels_here() -> Vec<TapIsa> {
+        let here: Vec<TapIsa> = TapIsa::ALL.into_iter().filter(|i| i.runs_here()).collect();
+        if here.is_empty() {
+            let g = &GEOMETRIES[0];
+            let weights = levels(g.m * g.c * 9, 3);
+            let mut model = conv_integer::<u8, u8>(g, None, &weights, 128);
+            assert_eq!(use_quantized_tap_products(&mut model).unwrap(), 0);
+        }
+        here
+    }
+
+    /// `model` with its convolution on `isa`'s kernel.
+    fn replaced(mut model: TypedModel, isa: TapIsa) -> TypedModel {
+        assert_eq!(use_quantized_tap_products_on(&mut model, isa).unwrap(), 1);
+        model
+    }
+
+    fn input_shape(g: &Geometry) -> Vec<usize> {
+        if g.w == 0 {
+            vec![1, g.c, g.h]
+        } else {
+            vec![1, g.c, g.h, g.w]
+        }
+    }
+
+    fn as_i32<T: Copy + Into<i32>>(v: &[T]) -> Vec<i32> {
+        v.iter().map(|&b| b.into()).collect()
     }
 
     #[test]
     fn sums_are_the_definition_s_for_u8_and_i8_inputs_and_weights() {
-        for g in &GEOMETRIES {
-            let volume = g.c * g.h * g.w.max(1);
-            let shape: Vec<usize> = if g.w == 0 {
-                vec![1, g.c, g.h]
-            } else {
-                vec![1, g.c, g.h, g.w]
-            };
-            let weights = levels(g.m * g.c * g.kernel[0] * g.kernel[1], 3);
-            let as_i32 = |v: &[u8]| v.iter().map(|&b| b as i32).collect::<Vec<_>>();
-            // u8 input with a computed zero point; u8 weights, zero point 128 (centred: i8).
-            let x = levels(volume, 11);
-            let mut model = conv_integer::<u8, u8>(g, None, &weights, 128);
-            if replaced(&mut model) == 1 {
+        for isa in kernels_here() {
+            for g in &GEOMETRIES {
+                let volume = g.c * g.h * g.w.max(1);
+                let shape = input_shape(g);
+                let weights = levels(g.m * g.c * g.kernel[0] * g.kernel[1], 3);
+                // u8 input with a computed zero point; u8 weights, zero point 128 (centred: i8).
+                let x = levels(volume, 11);
+                let model = replaced(conv_integer::<u8, u8>(g, None, &weights, 128), isa);
                 let got = run(model, Tensor::from_shape(&shape, &x).unwrap(), 77);
                 let want = reference(g, &as_i32(&x), 77, &as_i32(&weights), 128);
-                assert_eq!(got, want);
+                assert_eq!(got, want, "{isa:?}");
                 assert!(got.iter().any(|&s| s < -5000) && got.iter().any(|&s| s > 5000));
-            }
-            // i8 input, constant zero point -3; i8 weights, zero point 2, from -126 up (so that
-            // every centred weight fits in i8).
-            let x: Vec<i8> = levels(volume, 5).iter().map(|&b| b as i8).collect();
-            let w: Vec<i8> = weights.iter().map(|&b| (b as i8).max(-126)).collect();
-            let mut model = conv_integer::<i8, i8>(g, Some(-3), &w, 2);
-            if replaced(&mut model) == 1 {
+                // i8 input, constant zero point -3; i8 weights, zero point 2, from -126 up (so
+                // that every centred weight fits in i8).
+                let x: Vec<i8> = levels(volume, 5).iter().map(|&b| b as i8).collect();
+                let w: Vec<i8> = weights.iter().map(|&b| (b as i8).max(-126)).collect();
+                let model = replaced(conv_integer::<i8, i8>(g, Some(-3), &w, 2), isa);
                 let got = run(model, Tensor::from_shape(&shape, &x).unwrap(), -3);
-                let xs: Vec<i32> = x.iter().map(|&v| v as i32).collect();
-                let ws: Vec<i32> = w.iter().map(|&v| v as i32).collect();
-                assert_eq!(got, reference(g, &xs, -3, &ws, 2));
+                assert_eq!(
+                    got,
+                    reference(g, &as_i32(&x), -3, &as_i32(&w), 2),
+                    "{isa:?}"
+                );
             }
         }
     }
@@ -811,48 +1074,69 @@ mod tests {
             .iter()
             .map(|&b| (b as i8).max(-126))
             .collect();
-        let mut model = conv_integer::<i8, i8>(g, Some(-3), &weights, 2);
-        let conv = model.node_by_name("conv").unwrap().id;
-        let bias: Vec<i64> = (0..g.m as i64).map(|c| (c - 3) * 977).collect();
-        let bias = model.add_const("bias_i64", tensor1(&bias)).unwrap();
-        // Added, not wired: wiring would fold the cast into a constant, which tract-onnx's
-        // translation does not do.
-        let cast = model
-            .add_node(
-                "bias_cast",
-                cast(i32::datum_type()),
-                tvec![i32::fact([g.m])],
-            )
-            .unwrap();
-        model.add_edge(bias, InletId::new(cast, 0)).unwrap();
-        model
-            .add_edge(OutletId::new(cast, 0), InletId::new(conv, 2))
-            .unwrap();
-        assert!(
+        for isa in kernels_here() {
+            let mut model = conv_integer::<i8, i8>(g, Some(-3), &weights, 2);
+            let conv = model.node_by_name("conv").unwrap().id;
+            let bias: Vec<i64> = (0..g.m as i64).map(|c| (c - 3) * 977).collect();
+            let bias = model.add_const("bias_i64", tensor1(&bias)).unwrap();
+            // Added, not wired: wiring would fold the cast into a constant, which tract-onnx's
+            // translation does not do.
+            let cast = model
+                .add_node(
+                    "bias_cast",
+                    cast(i32::datum_type()),
+                    tvec![i32::fact([g.m])],
+                )
+                .unwrap();
+            model.add_edge(bias, InletId::new(cast, 0)).unwrap();
             model
-                .outlet_fact(OutletId::new(cast, 0))
-                .unwrap()
-                .konst
-                .is_none()
-        );
-        if replaced(&mut model) == 1 {
+                .add_edge(OutletId::new(cast, 0), InletId::new(conv, 2))
+                .unwrap();
+            assert!(
+                model
+                    .outlet_fact(OutletId::new(cast, 0))
+                    .unwrap()
+                    .konst
+                    .is_none()
+            );
+            let model = replaced(model, isa);
             let x: Vec<i8> = levels(g.c * g.h * g.w, 5)
                 .iter()
                 .map(|&b| b as i8)
                 .collect();
             let got = run(model, Tensor::from_shape(&shape, &x).unwrap(), -3);
-            let xs: Vec<i32> = x.iter().map(|&v| v as i32).collect();
-            let ws: Vec<i32> = weights.iter().map(|&v| v as i32).collect();
-            assert_eq!(got, reference(g, &xs, -3, &ws, 2));
+            assert_eq!(got, reference(g, &as_i32(&x), -3, &as_i32(&weights), 2));
         }
     }
 
+    /// u8 weights whose centred values leave i8 (zero points 100, 0 and 255: dynamic u8
+    /// weights): VNNI's signed bytes cannot hold them, so they stay with the other paths;
+    /// AVX2's 16-bit operands hold every one, the largest products included.
     #[test]
-    fn weights_whose_centred_values_leave_i8_stay_with_the_other_paths() {
+    fn weights_whose_centred_values_leave_i8_run_on_avx2_only() {
         let g = &GEOMETRIES[0];
+        let shape = input_shape(g);
         let weights = levels(g.m * g.c * 9, 3);
-        // u8 weights with zero point 100: 255 - 100 does not fit in i8.
-        let mut model = conv_integer::<u8, u8>(g, None, &weights, 100);
-        assert_eq!(use_quantized_tap_products(&mut model).unwrap(), 0);
+        let x = levels(g.c * g.h * g.w, 11);
+        for isa in kernels_here() {
+            for weight_zero in [100, 0, 255] {
+                let mut model = conv_integer::<u8, u8>(g, None, &weights, weight_zero);
+                let count = use_quantized_tap_products_on(&mut model, isa).unwrap();
+                assert_eq!(count, usize::from(isa == TapIsa::Avx2), "{isa:?}");
+                if count == 1 {
+                    // Input zero point 0 and 255: the extremes of x − x_zero as well.
+                    for x_zero in [0, 255] {
+                        let got = run(
+                            model.clone(),
+                            Tensor::from_shape(&shape, &x).unwrap(),
+                            x_zero,
+                        );
+                        let want =
+                            reference(g, &as_i32(&x), x_zero, &as_i32(&weights), weight_zero);
+                        assert_eq!(got, want, "weights' zero {weight_zero}, input's {x_zero}");
+                    }
+                }
+            }
+        }
     }
 }
