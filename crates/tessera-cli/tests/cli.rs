@@ -375,17 +375,18 @@ fn inspect_says_whether_a_model_is_quantized_in_which_format_and_how_each_backen
     let node = |name: &str| shared().join(format!("onnx-tests/node/{name}/model.onnx"));
     // The cpu backend runs quantized products on tract's integer kernels where the CPU has
     // dot-product instructions (arm64; x86-64 with VNNI), elsewhere as f32 sums but for
-    // unit-stride convolutions, which x86-64 with AVX2 runs on Tessera's integer kernel.
+    // unit-stride convolutions and products by constant weights, which x86-64 with AVX2 runs on
+    // Tessera's integer kernels.
     #[cfg(target_arch = "x86_64")]
-    let (cpu_integer, avx2_convs) = (
+    let (cpu_integer, avx2_kernels) = (
         std::arch::is_x86_feature_detected!("avx512vnni")
             || std::arch::is_x86_feature_detected!("avxvnni"),
         std::arch::is_x86_feature_detected!("avx2"),
     );
     #[cfg(not(target_arch = "x86_64"))]
-    let (cpu_integer, avx2_convs) = (true, false);
-    let where_paying = "integer kernels where they pay (other convolutions: float):";
-    let qdq_cpu = match (cpu_integer, avx2_convs) {
+    let (cpu_integer, avx2_kernels) = (true, false);
+    let where_paying = "integer kernels where they pay (the rest: float):";
+    let qdq_cpu = match (cpu_integer, avx2_kernels) {
         (true, _) => vec![
             "cpu   dequantized, float kernels: Add, BatchNormalization, Div,".to_string(),
             format!("{where_paying} Conv"),
@@ -393,18 +394,18 @@ fn inspect_says_whether_a_model_is_quantized_in_which_format_and_how_each_backen
         ],
         (false, true) => vec![
             "cpu   dequantized, float kernels: Add, BatchNormalization, Div,".to_string(),
-            format!("{where_paying} Conv"),
+            format!("{where_paying} Conv, MatMul"),
         ],
         (false, false) => {
             vec!["cpu   dequantized, float kernels: Add, BatchNormalization, Conv, Div,".into()]
         }
     };
-    let cpu_products = if cpu_integer {
-        "cpu   integer kernels:"
-    } else {
-        "cpu   dequantized, float kernels:"
+    let cpu_products = match (cpu_integer, avx2_kernels) {
+        (true, _) => "cpu   integer kernels:".to_string(),
+        (false, true) => format!("cpu   {where_paying}"),
+        (false, false) => "cpu   dequantized, float kernels:".into(),
     };
-    let cpu_convs = match (cpu_integer, avx2_convs) {
+    let cpu_convs = match (cpu_integer, avx2_kernels) {
         (true, _) => "cpu   integer kernels:".to_string(),
         (false, true) => format!("cpu   {where_paying}"),
         (false, false) => "cpu   dequantized, float kernels:".into(),
@@ -472,7 +473,7 @@ fn inspect_says_whether_a_model_is_quantized_in_which_format_and_how_each_backen
     );
     assert_eq!(
         json["backends"]["cpu"]["quantized_ops"]["QLinearConv"],
-        match (cpu_integer, avx2_convs) {
+        match (cpu_integer, avx2_kernels) {
             (true, _) => "integer",
             (false, true) => "integer_where_paying",
             (false, false) => "dequantized",

@@ -99,10 +99,11 @@ pub fn default_threads() -> usize {
 /// ones) and the other float operators of a QDQ pattern run dequantized. On CPUs where tract's
 /// integer products do not pay (x86-64 without VNNI: [`ops::integer_products_pay`]) quantized
 /// products run on the float kernels, their operands' centred integers in f32, but for
-/// unit-stride convolutions, on Tessera's AVX2 integer kernel.
+/// unit-stride convolutions and products by constant weights, on Tessera's AVX2 integer kernels.
 pub fn quantized_execution(op: &str) -> QuantizedExecution {
     let integer_pays = ops::integer_products_pay();
     let tap_kernel = ops::tap_products_available();
+    let matmul_kernel = ops::quantized_matmul_available();
     match op {
         "QLinearConv" | "QLinearMatMul" | "MatMulInteger" | "ConvInteger" | "MatMul"
             if integer_pays =>
@@ -111,6 +112,9 @@ pub fn quantized_execution(op: &str) -> QuantizedExecution {
         }
         "Conv" if integer_pays || tap_kernel => QuantizedExecution::IntegerWherePaying,
         "QLinearConv" | "ConvInteger" if tap_kernel => QuantizedExecution::IntegerWherePaying,
+        "QLinearMatMul" | "MatMulInteger" | "MatMul" if matmul_kernel => {
+            QuantizedExecution::IntegerWherePaying
+        }
         "DynamicQuantizeLinear" => QuantizedExecution::ElementWise,
         _ => QuantizedExecution::Dequantized,
     }

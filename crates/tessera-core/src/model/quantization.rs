@@ -39,10 +39,10 @@ impl std::fmt::Display for QuantFormat {
 pub enum QuantizedExecution {
     /// In integers: 8-bit operands, 32-bit sums (integer matmul kernels).
     Integer,
-    /// In integers where the backend judges them faster by the operator's shape, else
-    /// dequantized around the float kernel (the cpu's quantized convolutions: narrow k×k ones,
-    /// whose integer im2col costs more than Tessera's float convolution, stay float; on x86-64
-    /// without VNNI, strided ones).
+    /// In integers where the backend judges them faster by the operator's shape or operands,
+    /// else dequantized around the float kernel (the cpu's quantized convolutions: narrow k×k
+    /// ones, whose integer im2col costs more than Tessera's float convolution, stay float; on
+    /// x86-64 without VNNI, strided ones, and products of two computed operands).
     IntegerWherePaying,
     /// Operands dequantized to float, the float kernel, the result quantized again where the
     /// operator's output is quantized.
@@ -56,7 +56,7 @@ impl std::fmt::Display for QuantizedExecution {
         f.write_str(match self {
             QuantizedExecution::Integer => "integer kernels",
             QuantizedExecution::IntegerWherePaying => {
-                "integer kernels where they pay (other convolutions: float)"
+                "integer kernels where they pay (the rest: float)"
             }
             QuantizedExecution::Dequantized => "dequantized, float kernels",
             QuantizedExecution::ElementWise => "element-wise quantization",

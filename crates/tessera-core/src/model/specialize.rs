@@ -217,7 +217,10 @@ impl Model {
         self.lower_with_pass(inputs, folding, Lowering::default())
     }
 
-    fn lower_with_pass(
+    /// Lowers with exactly this folding and `lowering` (its `folds` unused): an error of its
+    /// pass is the lowering's, where [`Model::lower_for`] would try the next folding (a test of
+    /// a pass needs that).
+    pub fn lower_with_pass(
         &self,
         inputs: &[Tensor],
         folding: &[bool],

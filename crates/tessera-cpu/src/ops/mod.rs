@@ -22,6 +22,8 @@ mod quantize_linear;
 mod quantized_conv_in_f32;
 mod quantized_depthwise_conv;
 #[cfg(target_arch = "x86_64")]
+mod quantized_matmul;
+#[cfg(target_arch = "x86_64")]
 mod quantized_tap_products;
 mod reduce_extremum;
 mod softmax;
@@ -114,8 +116,9 @@ fn first_input_is_f32(model: &TypedModel, node: &TypedNode) -> bool {
 /// versions. There, quantized products run as f32 sums of their centred integers
 /// ([`qdq_products`]; QDQ ones stay f32 between their dequantization and quantization): there,
 /// 1 thread, magika QOperator 801 -> 20.4 ms, ppocrv4_rec QOperator 1427 -> 54.9
-/// (docs/benchmarks.md); but for unit-stride convolutions, which Tessera's own AVX2 kernel runs
-/// as integers (`quantized_tap_products`: 16-bit pairs, twice the f32 FMA's rate).
+/// (docs/benchmarks.md); but for unit-stride convolutions and products by constant weights,
+/// which Tessera's own AVX2 kernels run as integers (`quantized_tap_products`,
+/// `quantized_matmul`: 16-bit pairs, twice the f32 FMA's rate).
 pub fn integer_products_pay() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -166,6 +169,43 @@ pub fn tap_products_pay_over_float(conv: &Conv, shape: &[usize]) -> bool {
     {
         let _ = (conv, shape);
         false
+    }
+}
+
+/// Whether Tessera's AVX2 kernel for quantized products by constant weights runs on this CPU.
+pub fn quantized_matmul_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        quantized_matmul::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// A quantized matrix product by constant weights, `centred` on their zero points (`depth ×
+/// columns`, row-major), of a computed `input` (u8 or i8) centred on `input_zero` (`None`: the
+/// op's second input), as exact i32 sums on Tessera's AVX2 kernel (`quantized_matmul`), or `None`
+/// where it does not run (no AVX2, sums that could leave i32).
+pub fn quantized_matmul_on_avx2(
+    centred: &[i32],
+    depth: usize,
+    columns: usize,
+    input: DatumType,
+    input_zero: Option<i32>,
+) -> Option<Box<dyn TypedOp>> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let op = quantized_matmul::FastQuantizedMatMul::for_weights(
+            centred, depth, columns, input, input_zero,
+        )?;
+        Some(Box::new(op))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (centred, depth, columns, input, input_zero);
+        None
     }
 }
 

@@ -13,8 +13,9 @@
 //! Products of two computed operands (attention's) stay float: tract's integer version of those
 //! corrects the zero points with separate element-wise ops, slower than the float product.
 //! On x86-64 without VNNI, where tract's integer kernel is slower than f32 (see
-//! [`super::integer_products_pay`]), quantized products run as f32 sums of their centred
-//! integers instead, but for unit-stride convolutions, on Tessera's AVX2 tap kernel.
+//! [`super::integer_products_pay`]), quantized products run on Tessera's AVX2 kernels instead:
+//! unit-stride convolutions on the tap kernel, products by constant weights on
+//! [`super::quantized_matmul`]'s; the rest as f32 sums of their centred integers.
 
 use super::quantize_linear::FastRequantize;
 use super::quantized_conv_in_f32::{CentredF32, reach_from_zero};
@@ -385,7 +386,7 @@ fn integer_matmul(
     integer_pays: bool,
 ) -> Option<TypedModelPatch> {
     let einsum = node.op_as::<EinSum>()?;
-    if einsum.q_params.is_some() || node.inputs.len() != 2 || !integer_pays {
+    if einsum.q_params.is_some() || node.inputs.len() != 2 {
         return None;
     }
     let a = activation(model, node.inputs[0])?;
@@ -413,6 +414,9 @@ fn integer_matmul(
         Some(_) => return None,
     };
     let y = requantization(model, node.id)?;
+    if !integer_pays {
+        return avx2_integer_matmul(model, node, &a, &b, &y, (a_spec, b_spec, c_spec));
+    }
     let axes = format!("{a_spec},kn,,,,{zeros_per_column},,,->{c_spec}")
         .parse()
         .ok()?;
@@ -424,6 +428,123 @@ fn integer_matmul(
     let columns = c_spec.len() - 1;
     let bias = tensor0(0i32);
     wire_integer_product(model, &node.name, Box::new(op), &a, &b, bias, &y, columns)
+}
+
+/// [`integer_matmul`] where tract's integer products do not pay: the integer sums on Tessera's
+/// AVX2 kernel, then onnxruntime's requantization, per column along the output's last axis.
+fn avx2_integer_matmul(
+    model: &TypedModel,
+    node: &TypedNode,
+    a: &Activation,
+    b: &QuantizedConstant,
+    y: &Requantization,
+    specs: (&str, &str, &str),
+) -> Option<TypedModelPatch> {
+    let zeros = match b.axis {
+        None => vec![b.zeros[0]; b.values.shape()[1]],
+        Some(_) => b.zeros.clone(),
+    };
+    let centred = centred_columns(&values::<i32>(&b.values)?, &zeros, b.values.shape()[1])?;
+    let mut patch = TypedModelPatch::new("QDQ matrix product as integer sums on AVX2");
+    let input = patch.tap_model(model, a.quantized).ok()?;
+    let sums = avx2_sums(
+        model,
+        &mut patch,
+        &node.name,
+        (input, a.quantized),
+        Ok(a.zero),
+        &centred,
+        b.values.shape(),
+        specs,
+    )?;
+    let multiplier = b.scales.iter().map(|&w| a.scale * w / y.scale).collect();
+    let requantize = FastRequantize {
+        multiplier,
+        axis: specs.2.len() - 1,
+        zero: y.zero,
+        output: y.datum_type,
+    };
+    let wire = patch
+        .wire_node(format!("{}.requantized", node.name), requantize, &[sums])
+        .ok()?;
+    patch
+        .shunt_outside(model, OutletId::new(y.node, 0), wire[0])
+        .ok()?;
+    Some(patch)
+}
+
+/// The constant `[k, n]` matrix behind `outlet`, seen through the unit axes tract-onnx adds to
+/// broadcast a QLinearMatMul's or MatMulInteger's weights to the other operand's rank, and its
+/// shape: `outlet`'s last two axes, every other one of length 1.
+fn matrix_constant(model: &TypedModel, outlet: OutletId) -> Option<(Arc<Tensor>, [usize; 2])> {
+    let shape = model
+        .outlet_fact(outlet)
+        .ok()?
+        .shape
+        .as_concrete()?
+        .to_vec();
+    let [outer @ .., k, n] = &shape[..] else {
+        return None;
+    };
+    if outer.iter().any(|&d| d != 1) {
+        return None;
+    }
+    let mut at = outlet;
+    loop {
+        if let Some(constant) = konst(model, at) {
+            return (constant.len() == k * n).then_some((constant, [*k, *n]));
+        }
+        let node = model.node(at.node);
+        match node.op_as::<AxisOp>()? {
+            AxisOp::Add(_) | AxisOp::Rm(_) => at = *node.inputs.first()?,
+            _ => return None,
+        }
+    }
+}
+
+/// `values` (rows of `columns`) minus each column's zero point: `zeros` has one per column.
+fn centred_columns(values: &[i32], zeros: &[i32], columns: usize) -> Option<Vec<i32>> {
+    (columns > 0 && zeros.len() == columns && values.len().is_multiple_of(columns)).then(|| {
+        values
+            .iter()
+            .zip(zeros.iter().cycle())
+            .map(|(&v, &z)| v - z)
+            .collect()
+    })
+}
+
+/// The i32 sums of a computed 8-bit operand (`input`: its wire in `patch` and its outlet in
+/// `model`), centred on `zero` (a constant, or a computed scalar's outlet in `model`), times
+/// constant `centred` weights of `shape` `[k, n]`, wired into `patch` on Tessera's AVX2 kernel;
+/// `None` where it does not run or the einsum `specs` (a's, the weights', the output's) are not
+/// rows × `…kn` → the same rows × `n`.
+#[allow(clippy::too_many_arguments)]
+fn avx2_sums(
+    model: &TypedModel,
+    patch: &mut TypedModelPatch,
+    name: &str,
+    (input, outlet): (OutletId, OutletId),
+    zero: Result<i32, OutletId>,
+    centred: &[i32],
+    shape: &[usize],
+    (a_spec, b_spec, c_spec): (&str, &str, &str),
+) -> Option<OutletId> {
+    let [depth, columns] = *shape else {
+        return None;
+    };
+    let (rows_a, k) = a_spec.split_at(a_spec.len().checked_sub(1)?);
+    let (rows_c, n) = c_spec.split_at(c_spec.len().checked_sub(1)?);
+    // Weights of rank above 2 have unit outer axes (see `matrix_constant`).
+    if rows_a != rows_c || !b_spec.ends_with(&format!("{k}{n}")) || rows_a.contains(k) {
+        return None;
+    }
+    let fact = model.outlet_fact(outlet).ok()?;
+    let op = super::quantized_matmul_on_avx2(centred, depth, columns, fact.datum_type, zero.ok())?;
+    let mut inputs = vec![input];
+    if let Err(zero) = zero {
+        inputs.push(patch.tap_model(model, zero).ok()?);
+    }
+    Some(patch.wire_node(format!("{name}.sums"), op, &inputs).ok()?[0])
 }
 
 /// Whether `outlet` is computed at run time: not a constant, nor one seen through axis changes
@@ -446,7 +567,8 @@ fn computed(model: &TypedModel, mut outlet: OutletId) -> bool {
 /// A quantized matrix product (QLinearMatMul, MatMulInteger: tract's `EinSum` with quantization
 /// parameters) as f32 sums of its centred operands, then onnxruntime's requantization (or, for
 /// 32-bit outputs, the sums as integers). Products of 8-bit integers are exact in f32, and so
-/// are their sums below 2²⁴.
+/// are their sums below 2²⁴. Where tract's integer products do not pay, a product by constant
+/// weights runs as exact integer sums on Tessera's AVX2 kernel instead ([`avx2_matmul_sums`]).
 ///
 /// Where tract's integer products pay (`integer_pays`), only products of two computed operands
 /// (attention's) are taken, and only when `k × reach(a) × reach(b)` keeps every sum below 2²⁴
@@ -501,7 +623,97 @@ fn float_sums_matmul(
         }
     }
     let name = &node.name;
-    let mut patch = TypedModelPatch::new("quantized matrix product as f32 sums");
+    // Where tract's integer products do not pay, Tessera's AVX2 kernel's exact integer sums,
+    // else f32 sums.
+    let on_avx2 = (!integer_pays)
+        .then(|| {
+            let mut patch =
+                TypedModelPatch::new("quantized matrix product as integer sums on AVX2");
+            let specs = (a_spec.as_str(), b_spec.as_str(), c_spec.as_str());
+            let sums = avx2_matmul_sums(model, node, &mut patch, int(3), specs)?;
+            Some((patch, sums))
+        })
+        .flatten();
+    let (mut patch, sums, integer) = match on_avx2 {
+        Some((patch, sums)) => (patch, sums, true),
+        None => {
+            let mut patch = TypedModelPatch::new("quantized matrix product as f32 sums");
+            let sums = f32_sums(model, node, &mut patch, (a_spec, b_spec, c_spec))?;
+            (patch, sums, false)
+        }
+    };
+    let wire = match (output_is_i32, integer) {
+        (true, true) => sums,
+        (true, false) => patch
+            .wire_node(format!("{name}.integers"), Cast::new(output), &[sums])
+            .ok()?[0],
+        (false, _) => {
+            let requantize = FastRequantize {
+                multiplier: vec![a_scale * b_scale / y_scale],
+                axis: 0,
+                zero: y_zero,
+                output,
+            };
+            patch
+                .wire_node(format!("{name}.requantized"), requantize, &[sums])
+                .ok()?[0]
+        }
+    };
+    patch.shunt_outside(model, node.id.into(), wire).ok()?;
+    Some(patch)
+}
+
+/// The sums of the quantized matrix product at `node` (tract's `EinSum` with quantization
+/// parameters, its a's zero point `a_zero` when a constant) on Tessera's AVX2 kernel, wired into
+/// `patch`: where its right operand is a constant matrix and its left one computed.
+fn avx2_matmul_sums(
+    model: &TypedModel,
+    node: &TypedNode,
+    patch: &mut TypedModelPatch,
+    a_zero: Option<i32>,
+    specs: (&str, &str, &str),
+) -> Option<OutletId> {
+    let (weights, shape) = matrix_constant(model, node.inputs[1])?;
+    let zeros = values::<i32>(&*konst(model, node.inputs[5])?)?;
+    let zeros = if zeros.len() == 1 {
+        vec![zeros[0]; shape[1]]
+    } else {
+        zeros
+    };
+    let centred = centred_columns(&values::<i32>(&weights)?, &zeros, shape[1])?;
+    let input = node.inputs[0];
+    let zero_is_scalar = model
+        .outlet_fact(node.inputs[3])
+        .ok()?
+        .shape
+        .volume()
+        .is_one();
+    if konst(model, input).is_some() || !zero_is_scalar {
+        return None;
+    }
+    let tapped = patch.tap_model(model, input).ok()?;
+    let zero = a_zero.ok_or(node.inputs[3]);
+    avx2_sums(
+        model,
+        patch,
+        &node.name,
+        (tapped, input),
+        zero,
+        &centred,
+        &shape,
+        specs,
+    )
+}
+
+/// The f32 sums of the quantized matrix product at `node` (`specs`: its einsum's), its operands
+/// centred, wired into `patch`.
+fn f32_sums(
+    model: &TypedModel,
+    node: &TypedNode,
+    patch: &mut TypedModelPatch,
+    (a_spec, b_spec, c_spec): (&String, &String, &String),
+) -> Option<OutletId> {
+    let name = &node.name;
     let mut centred = vec![];
     for (slot, zero_slot) in [(0, 3), (1, 5)] {
         let operand = node.inputs[slot];
@@ -515,7 +727,7 @@ fn float_sums_matmul(
                 .add_const(format!("{name}.centred{slot}"), centred)
                 .ok()?
         } else {
-            centred_activation(model, &mut patch, operand, zero, &format!("{name}.{slot}"))?
+            centred_activation(model, patch, operand, zero, &format!("{name}.{slot}"))?
         };
         centred.push(wire);
     }
@@ -524,26 +736,11 @@ fn float_sums_matmul(
         operating_dt: f32::datum_type(),
         q_params: None,
     };
-    let sums = patch
-        .wire_node(format!("{name}.sums"), float, &centred)
-        .ok()?;
-    let wire = if output_is_i32 {
+    Some(
         patch
-            .wire_node(format!("{name}.integers"), Cast::new(output), &sums)
-            .ok()?
-    } else {
-        let requantize = FastRequantize {
-            multiplier: vec![a_scale * b_scale / y_scale],
-            axis: 0,
-            zero: y_zero,
-            output,
-        };
-        patch
-            .wire_node(format!("{name}.requantized"), requantize, &sums)
-            .ok()?
-    };
-    patch.shunt_outside(model, node.id.into(), wire[0]).ok()?;
-    Some(patch)
+            .wire_node(format!("{name}.sums"), float, &centred)
+            .ok()?[0],
+    )
 }
 
 /// A computed 8-bit operand minus its zero point (one value: a constant, or DynamicQuantizeLinear's
@@ -809,18 +1006,29 @@ mod tests {
     }
 
     /// Where tract's integer products do not pay, the product of two computed operands is
-    /// rewritten (exact in f32), and the convolution made integer for Tessera's tap kernel where
-    /// that pays (VNNI; on AVX2 this 1×1 one over 25 positions is too small to); the product
-    /// with constant weights stays f32.
+    /// rewritten (exact in f32), the convolution made integer for Tessera's tap kernel where
+    /// that pays (VNNI; on AVX2 this 1×1 one over 25 positions is too small to), and the product
+    /// with constant weights integer on Tessera's AVX2 kernel where it runs (else it stays f32).
     fn float_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
         use super::super::quantized_tap_products::TapIsa;
         let count = integer_products_where(typed, model, false)?;
-        let expected = 1 + usize::from(TapIsa::best() == Some(TapIsa::Vnni));
+        let on_avx2 = super::super::quantized_matmul::available();
+        let expected = 1 + usize::from(TapIsa::best() == Some(TapIsa::Vnni)) + usize::from(on_avx2);
         ensure!(
             count == expected,
             "{count} products rewritten, expected {expected}"
         );
+        ensure!(integer_sums_on_avx2(typed) == usize::from(on_avx2));
         Ok(())
+    }
+
+    /// How many products run on Tessera's AVX2 integer matrix product.
+    fn integer_sums_on_avx2(typed: &TypedModel) -> usize {
+        typed
+            .nodes()
+            .iter()
+            .filter(|n| n.op.name() == "FastQuantizedMatMul")
+            .count()
     }
 
     #[test]
@@ -855,10 +1063,11 @@ mod tests {
         let x3 = tessera_core::Tensor::from_vec(vec![2, 4], on_grid(&x3q)).unwrap();
         let x4 = tessera_core::Tensor::from_vec(vec![4, 3], on_grid(&x4q)).unwrap();
         let inputs = vec![x, x2, x3, x4];
+        // No input folded: each product's operand stays computed, as in a session's plan.
         model
-            .lower_for(
+            .lower_with_pass(
                 &inputs,
-                None,
+                &[false; 4],
                 tessera_core::model::specialize::Lowering {
                     before_declutter: Some(pass),
                     keep_axes: true,
@@ -959,9 +1168,12 @@ mod tests {
         integer_products_where(typed, model, true).map(|_| ())
     }
 
+    /// The MatMulInteger rewritten: on Tessera's AVX2 kernel where it runs, else as f32 sums.
     fn float_sums_pass(typed: &mut TypedModel, model: &Model) -> TractResult<()> {
         let count = integer_products_where(typed, model, false)?;
         ensure!(count == 1, "{count} products rewritten, expected 1");
+        let on_avx2 = super::super::quantized_matmul::available();
+        ensure!(integer_sums_on_avx2(typed) == usize::from(on_avx2));
         Ok(())
     }
 
@@ -980,9 +1192,11 @@ mod tests {
             keep_axes: true,
             ..Default::default()
         };
-        let lowered = model.lower_for(&[input], None, lowering).expect("lowered");
+        // The input not folded: the products run on it, not on a constant.
+        let lowered = model
+            .lower_with_pass(&[input], &[false], lowering)
+            .expect("lowered");
         let outputs = lowered
-            .typed
             .into_runnable()
             .unwrap()
             .run(tvec!(tract_input.into_tvalue()))
@@ -1000,7 +1214,7 @@ mod tests {
     }
 
     #[test]
-    fn a_dynamic_matrix_product_in_f32_sums_is_the_integer_one() {
+    fn a_dynamic_matrix_product_on_avx2_or_in_f32_sums_is_the_integer_one() {
         let integer = dynamic_matmul_outputs(no_integer_pass);
         let float_sums = dynamic_matmul_outputs(float_sums_pass);
         assert_eq!(integer.len(), 6);
@@ -1143,7 +1357,7 @@ mod tests {
             ..Default::default()
         };
         model
-            .lower_for(&inputs, None, lowering)
+            .lower_with_pass(&inputs, &[false], lowering)
             .expect("run in 1-D");
         let session = CpuSession::new(Arc::new(model), &CpuOptions { threads: Some(1) }).unwrap();
         let outputs = session.run(inputs).unwrap();
