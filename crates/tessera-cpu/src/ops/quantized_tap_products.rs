@@ -852,7 +852,7 @@ mod tests {
         dilation: [usize; 2],
     }
 
-    const GEOMETRIES: [Geometry; 5] = [
+    const GEOMETRIES: [Geometry; 6] = [
         Geometry {
             c: 5,
             m: 7,
@@ -886,6 +886,17 @@ mod tests {
             m: 9,
             h: 7,
             w: 13,
+            kernel: [1, 1],
+            pads: [0, 0],
+            dilation: [1, 1],
+        },
+        // Pointwise over positions for 2 tasks on AVX2 (323: tasks of 256), 3 blocks of channels,
+        // the last of one.
+        Geometry {
+            c: 12,
+            m: 13,
+            h: 17,
+            w: 19,
             kernel: [1, 1],
             pads: [0, 0],
             dilation: [1, 1],
