@@ -13,6 +13,7 @@
 //! rows × 16 columns keep their 12 sums in registers over the whole depth. Unlike the f32 sums,
 //! the sums are exact however deep (checked against i32's range when the op is built).
 
+use super::quantized_tap_products::SharedSums;
 use crate::parallel;
 use std::cell::RefCell;
 use tessera_core::tract_onnx::prelude::*;
@@ -122,7 +123,7 @@ impl FastQuantizedMatMul {
             let row_blocks = rows.div_ceil(TASK_ROWS);
             let panels = self.columns.div_ceil(PANEL);
             let panel_blocks = panels.div_ceil(TASK_PANELS);
-            let out_at = SharedOutput(out.as_mut_ptr());
+            let out_at = SharedSums(out.as_mut_ptr());
             parallel::for_each(row_blocks * panel_blocks, 0, |_, task| {
                 let (row_block, panel_block) = (task / panel_blocks, task % panel_blocks);
                 let rows = row_block * TASK_ROWS..((row_block + 1) * TASK_ROWS).min(rows);
@@ -242,18 +243,6 @@ fn with_kept<R>(len: usize, f: impl FnOnce(&mut [i32]) -> R) -> R {
         Ok(mut kept) => use_buffer(&mut kept),
         Err(_) => use_buffer(&mut Vec::new()),
     })
-}
-
-/// The output, written by tasks at disjoint rows × columns.
-struct SharedOutput(*mut i32);
-// SAFETY: tasks write disjoint elements and the output outlives the parallel loop.
-unsafe impl Sync for SharedOutput {}
-unsafe impl Send for SharedOutput {}
-
-impl SharedOutput {
-    fn get(&self) -> *mut i32 {
-        self.0
-    }
 }
 
 /// A micro-tile's arguments: its first row's pairs, the pairs per row, the panel's weights,

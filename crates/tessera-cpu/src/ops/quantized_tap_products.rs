@@ -520,14 +520,15 @@ impl FastQuantizedConv {
     }
 }
 
-/// The sums, written by tasks at disjoint positions.
-struct SharedSums(*mut i32);
+/// Sums written by tasks at disjoint places (here positions; the matrix products' rows ×
+/// columns).
+pub(super) struct SharedSums(pub(super) *mut i32);
 // SAFETY: tasks write disjoint positions and the buffer outlives the parallel loop.
 unsafe impl Sync for SharedSums {}
 unsafe impl Send for SharedSums {}
 
 impl SharedSums {
-    fn get(&self) -> *mut i32 {
+    pub(super) fn get(&self) -> *mut i32 {
         self.0
     }
 }
