@@ -48,12 +48,23 @@ if [ "${1:-}" = --cargo-only ]; then
         *) echo "usage: web/build.sh [--cargo-only single|threaded]" >&2; exit 2 ;;
     esac
 fi
+# A module none of whose exports calls `__wasm_call_ctors` is taken by wasm-ld for a "command"
+# and every export is wrapped to re-run all static constructors first (`NAME.command_export` in
+# the names); crates/tessera-wasm's start function calls them once instead.
+reactor_check() {
+    if grep -aq '\.command_export' "$1"; then
+        echo "web/build.sh: $1 re-runs its static constructors on every call (exports named *.command_export): the start function must call __wasm_call_ctors" >&2
+        exit 1
+    fi
+}
 cargo_single
 cargo_threaded
+reactor_check "$target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm"
+reactor_check "$threads_target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm"
 
 # Debian's binaryen (108) breaks wasm-bindgen's glue; npm's is recent and works. wasm-opt takes
 # minutes on 2 cores: its output is kept per exact input, wasm-opt version and flags.
-opt_flags=(-Oz --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
+opt_flags=(-Oz --strip-debug --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
     --enable-mutable-globals --enable-reference-types --enable-multivalue)
 wasm_opt=node_modules/.bin/wasm-opt
 

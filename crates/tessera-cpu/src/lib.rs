@@ -35,6 +35,7 @@ mod threading;
 pub use node_by_node::{NodeTime, NonFiniteNode};
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tessera_core::error::{catch_panic, chain_message};
 use tessera_core::model::specialize::{Folding, Lowering, PlanKey};
 use tessera_core::plan_cache::PlanCache;
@@ -287,6 +288,29 @@ impl CpuSession {
         Ok(!decided)
     }
 
+    /// Whether a run on these inputs is short and on one thread: their plan is built, chose one
+    /// thread ([`threading`]) and its last run took at most `limit`. (The browser's threaded
+    /// module runs those on the calling thread: the hop to a pool worker and back costs about
+    /// what a tiny model's run does.) False with one thread (runs are not timed).
+    pub fn brief_on_one_thread(&self, inputs: &[&Tensor], limit: Duration) -> Result<bool> {
+        let Some(folding) = self.folding.lock().map_err(poisoned)?.clone() else {
+            return Ok(false);
+        };
+        let signatures = inputs.iter().map(|t| (t.dtype(), t.shape(), Some(*t)));
+        let Some(key) = PlanKey::from_signatures(signatures, &folding) else {
+            return Ok(false);
+        };
+        let Some(plan) = self.plans.lock().map_err(poisoned)?.get(&key) else {
+            return Ok(false);
+        };
+        let brief = plan
+            .calibration
+            .lock()
+            .map_err(poisoned)?
+            .brief_on_one_thread(limit);
+        Ok(brief)
+    }
+
     fn plan_for(&self, inputs: &[Tensor]) -> Result<(Plan, Folding)> {
         let preferred = self.folding.lock().map_err(poisoned)?.clone();
         if let Some(folding) = &preferred {
@@ -383,6 +407,32 @@ mod tests {
             runs += 1;
             assert!(runs < 10_000, "the calibration never decided");
         }
+    }
+
+    #[test]
+    fn a_run_is_brief_on_one_thread_only_after_its_plan_chose_one_thread() {
+        let (model, inputs) = example();
+        let session = CpuSession::new(model, &CpuOptions { threads: Some(2) }).unwrap();
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        let brief = |limit| session.brief_on_one_thread(&refs, limit).unwrap();
+        assert!(!brief(Duration::MAX), "no plan yet");
+        while session.choosing_threads(&inputs).unwrap() {
+            assert!(!brief(Duration::MAX), "still choosing");
+            session.run(inputs.clone()).unwrap();
+        }
+        session.run(inputs.clone()).unwrap();
+        let (plan, _) = session.plan_for(&inputs).unwrap();
+        let one_thread = plan.calibration.lock().unwrap().decided() == Some(Mode::SingleThread);
+        assert_eq!(brief(Duration::MAX), one_thread);
+        assert!(!brief(Duration::ZERO), "no run takes no time");
+        let other = Tensor::from_vec(vec![1, 3, 48, 96], vec![0.5; 3 * 48 * 96]).unwrap();
+        assert!(!brief_for(&session, &other), "no plan for other shapes");
+    }
+
+    fn brief_for(session: &CpuSession, input: &Tensor) -> bool {
+        session
+            .brief_on_one_thread(&[input], Duration::MAX)
+            .unwrap()
     }
 
     #[test]

@@ -71,6 +71,8 @@ pub struct Calibration {
     since_decision_time: Duration,
     /// Comparisons made before this one.
     comparisons: usize,
+    /// The mode and time of the last run recorded.
+    last_run: Option<(Mode, Duration)>,
 }
 
 impl Calibration {
@@ -85,6 +87,7 @@ impl Calibration {
 
     /// Records how long a run in `mode` took; decides once both modes have their samples.
     pub fn record(&mut self, mode: Mode, elapsed: Duration) {
+        self.last_run = Some((mode, elapsed));
         if self.decided.is_some() {
             self.since_decision += 1;
             self.since_decision_time += elapsed;
@@ -96,6 +99,7 @@ impl Calibration {
             if self.since_decision >= every && self.since_decision_time >= after {
                 *self = Calibration {
                     comparisons: self.comparisons + 1,
+                    last_run: self.last_run,
                     ..Calibration::default()
                 };
             }
@@ -133,6 +137,12 @@ impl Calibration {
     /// The decision, once made.
     pub fn decided(&self) -> Option<Mode> {
         self.decided
+    }
+
+    /// Whether one thread was chosen and the last run, on one thread, took at most `limit`.
+    pub fn brief_on_one_thread(&self, limit: Duration) -> bool {
+        self.decided == Some(Mode::SingleThread)
+            && matches!(self.last_run, Some((Mode::SingleThread, took)) if took <= limit)
     }
 }
 
@@ -251,6 +261,29 @@ mod tests {
         let mut c = Calibration::default();
         calibrate(&mut c, |mode, _| if mode == Mode::Pool { 95 } else { 100 });
         assert_eq!(c.decided(), Some(Mode::SingleThread));
+    }
+
+    #[test]
+    fn a_run_is_brief_on_one_thread_only_once_one_thread_is_chosen_and_its_last_run_was_short() {
+        let mut c = Calibration::default();
+        assert!(!c.brief_on_one_thread(ms(4)), "nothing decided yet");
+        calibrate(&mut c, |mode, _| if mode == Mode::Pool { 3 } else { 1 });
+        assert_eq!(c.decided(), Some(Mode::SingleThread));
+        c.record(Mode::SingleThread, ms(1));
+        assert!(c.brief_on_one_thread(ms(4)));
+        c.record(Mode::SingleThread, ms(5));
+        assert!(
+            !c.brief_on_one_thread(ms(4)),
+            "the last run took longer than the limit"
+        );
+        let mut pooled = Calibration::default();
+        calibrate(
+            &mut pooled,
+            |mode, _| if mode == Mode::Pool { 1 } else { 3 },
+        );
+        assert_eq!(pooled.decided(), Some(Mode::Pool));
+        pooled.record(Mode::Pool, ms(1));
+        assert!(!pooled.brief_on_one_thread(ms(4)), "the pool was chosen");
     }
 
     /// Records runs of `took_ms` in the decided `mode` until the decision is re-examined.

@@ -13,7 +13,8 @@
 //! — parsing the model, planning and running on the cpu — happens inside the call that asked
 //! for it (see [`settle`]).
 //! The threaded module (feature `threads`, cpu only) runs each cpu run and profile on a worker
-//! of rayon's pool ([`on_pool`]): the page's thread may not block, and stays free meanwhile. A
+//! of rayon's pool ([`on_pool`]): the page's thread may not block, and stays free meanwhile
+//! (but for runs of a few milliseconds on one thread, [`BRIEF_RUN`]). A
 //! panic on a worker traps that worker; the runs waiting on the pool then panic on the page's
 //! thread with its message ([`pool`]), so the instance is marked dead as for any trap.
 //! Natively this crate is empty: it is built for `wasm32-unknown-unknown` by `web/build.sh`.
@@ -40,8 +41,20 @@ thread_local! {
     static PANIC_LISTENER: RefCell<Option<js_sys::Function>> = const { RefCell::new(None) };
 }
 
+unsafe extern "C" {
+    /// The static constructors wasm-ld collects (tract registers its kernels with `inventory`).
+    fn __wasm_call_ctors();
+}
+
 #[wasm_bindgen(start)]
 fn start() {
+    // Run once per instance (and per worker of the threaded module) here, where the module
+    // starts. When no export calls it, wasm-ld takes the module for a "command", run once, and
+    // puts a call at the top of every exported function instead: each call from JS (a run, an
+    // allocation for its feeds) re-ran the hundreds of constructors, ~10% of a small model's
+    // run in Node.js (web/build.sh checks that no export is wrapped). They are idempotent.
+    // SAFETY: the constructors only register statics (inventory's nodes are marked once).
+    unsafe { __wasm_call_ctors() };
     std::panic::set_hook(Box::new(|info| {
         console_error_panic_hook::hook(info);
         let message = info.to_string();
@@ -175,7 +188,11 @@ impl WasmSession {
         self.exclusive(async move {
             let inputs = tensors::feeds_from_js(&feeds)?;
             #[cfg(feature = "threads")]
-            let outputs = on_pool(move || session.run(inputs)).await;
+            let outputs = if session.brief_on_one_thread(&inputs, BRIEF_RUN) {
+                session.run(inputs)
+            } else {
+                on_pool(move || session.run(inputs)).await
+            };
             #[cfg(not(feature = "threads"))]
             let outputs = session.run_async(inputs).await;
             let outputs = outputs.map_err(js_error)?;
@@ -335,6 +352,13 @@ fn settle(future: impl Future<Output = Result<JsValue, JsValue>> + 'static) -> j
 
 #[cfg(feature = "threads")]
 use pool::on_pool;
+
+/// A run on one thread this short runs on the calling thread in the threaded module, not on a
+/// pool worker: the hop there and back (a message to a Web Worker, the answer through
+/// `Atomics.waitAsync`) costs about what a tiny model's run does, and blocking the page for a
+/// quarter of a 60 Hz frame is less than onnxruntime-web does, which runs on the page's thread.
+#[cfg(feature = "threads")]
+const BRIEF_RUN: std::time::Duration = std::time::Duration::from_millis(4);
 
 /// Work handed to the threaded module's pool, and what happens when a worker panics.
 #[cfg(feature = "threads")]

@@ -3,6 +3,7 @@
 use crate::resolve_backend;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 use tessera_core::model::inputs::{Fed, order_inputs};
 use tessera_core::plan::{CopyPlacement, PlanReport, StepPlacement, Trace, Transfers};
 use tessera_core::{Backend, Error, Model, ModelInfo, Result, Tensor};
@@ -449,6 +450,34 @@ impl Session {
             Engine::Wgpu(wgpu) => wgpu.prepare(&ordered),
             #[cfg(feature = "cuda")]
             Engine::Cuda(cuda) => cuda.prepare(&ordered),
+        }
+    }
+
+    /// Whether a run on these inputs is short and on one thread: the cpu backend with several
+    /// threads has built their plan, chosen one thread for it, and its last run took at most
+    /// `limit`. A caller for whom a hop to a pool thread costs (the browser's threaded module)
+    /// runs these where it is. False on GPU backends, or when the inputs do not name the model's
+    /// (the run then says what is wrong).
+    pub fn brief_on_one_thread(&self, inputs: &[(String, Tensor)], limit: Duration) -> bool {
+        let info = self.info();
+        let mut ordered: Vec<Option<&Tensor>> = vec![None; info.inputs.len()];
+        for (name, tensor) in inputs {
+            match info.input_index(name) {
+                Some(index) if ordered[index].is_none() => ordered[index] = Some(tensor),
+                _ => return false,
+            }
+        }
+        let Some(ordered) = ordered.into_iter().collect::<Option<Vec<&Tensor>>>() else {
+            return false;
+        };
+        match &self.engine {
+            #[cfg(feature = "cpu")]
+            Engine::Cpu(cpu) => cpu.brief_on_one_thread(&ordered, limit).unwrap_or(false),
+            #[allow(unreachable_patterns)]
+            _ => {
+                let _ = (ordered, limit);
+                false
+            }
         }
     }
 
