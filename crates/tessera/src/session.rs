@@ -456,18 +456,11 @@ impl Session {
     /// Whether a run on these inputs is short and on one thread: the cpu backend with several
     /// threads has built their plan, chosen one thread for it, and its last run took at most
     /// `limit`. A caller for whom a hop to a pool thread costs (the browser's threaded module)
-    /// runs these where it is. False on GPU backends, or when the inputs do not name the model's
-    /// (the run then says what is wrong).
+    /// runs these where it is. False on GPU backends, or when the inputs are not what the model
+    /// expects (the run then says what is wrong).
     pub fn brief_on_one_thread(&self, inputs: &[(String, Tensor)], limit: Duration) -> bool {
-        let info = self.info();
-        let mut ordered: Vec<Option<&Tensor>> = vec![None; info.inputs.len()];
-        for (name, tensor) in inputs {
-            match info.input_index(name) {
-                Some(index) if ordered[index].is_none() => ordered[index] = Some(tensor),
-                _ => return false,
-            }
-        }
-        let Some(ordered) = ordered.into_iter().collect::<Option<Vec<&Tensor>>>() else {
+        let named = inputs.iter().map(|(name, t)| (name.clone(), t)).collect();
+        let Ok(ordered) = order_inputs(self.info(), named) else {
             return false;
         };
         match &self.engine {

@@ -19,6 +19,16 @@ impl Fed for Tensor {
     }
 }
 
+impl<T: Fed + ?Sized> Fed for &T {
+    fn dtype(&self) -> DType {
+        T::dtype(self)
+    }
+
+    fn shape(&self) -> &[usize] {
+        T::shape(self)
+    }
+}
+
 /// Orders named inputs as the model declares them, or explains what the model expects.
 pub fn order_inputs<T: Fed>(info: &ModelInfo, given: Vec<(String, T)>) -> Result<Vec<T>> {
     let expected = || {
