@@ -58,13 +58,18 @@ struct Kernel {
         auto rest = i;
         auto ai = 0u;
         auto bi = 0u;
-        for (auto axis = rank; axis > 0u; axis--) {
+        for (auto axis = rank; axis > 1u; axis--) {
             const auto d = axis - 1u;
             const auto dim = params[2u + d];
             const auto coord = rest % dim;
             rest = rest / dim;
             ai += coord * params[2u + rank + d];
             bi += coord * params[2u + 2u * rank + d];
+        }
+        // The outermost axis: what is left is its coordinate.
+        if (rank > 0u) {
+            ai += rest * params[2u + rank];
+            bi += rest * params[2u + 2u * rank];
         }
         const auto a = lhs[ai];
         const auto b = rhs[bi];

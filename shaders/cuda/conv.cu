@@ -1,6 +1,6 @@
 // Grouped, strided, dilated, padded convolution (the channels-last path, and what im2col + GEMM
 // cannot take; see crates/tessera-gpu/src/kernels/conv.rs). Each thread computes a block of
-// outputs: TS_OCB output channels (1, or 4 when a group has a multiple of 4) times 4 consecutive
+// outputs: TS_OCB output channels (8, 4, 2 or 1: the largest dividing a group's) times 4 consecutive
 // positions along the last spatial axis, like shaders/wgsl/conv.wgsl.
 // x: `N, C, spatial...` (or `N, spatial..., C` when channels_last); w: `O, I/group, kd, kh, kw`;
 // bias: one value per output channel, or one for all (or absent).

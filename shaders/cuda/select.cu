@@ -18,7 +18,7 @@ struct Kernel {
         auto ci = 0u;
         auto ai = 0u;
         auto bi = 0u;
-        for (auto axis = rank; axis > 0u; axis--) {
+        for (auto axis = rank; axis > 1u; axis--) {
             const auto d = axis - 1u;
             const auto dim = params[2u + d];
             const auto coord = rest % dim;
@@ -26,6 +26,12 @@ struct Kernel {
             ci += coord * params[2u + rank + d];
             ai += coord * params[2u + 2u * rank + d];
             bi += coord * params[2u + 3u * rank + d];
+        }
+        // The outermost axis: what is left is its coordinate.
+        if (rank > 0u) {
+            ci += rest * params[2u + rank];
+            ai += rest * params[2u + 2u * rank];
+            bi += rest * params[2u + 3u * rank];
         }
         if (cond[ci] != 0u) {
             out[i] = a[ai];

@@ -61,13 +61,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var rest = i;
     var ai = 0u;
     var bi = 0u;
-    for (var axis = rank; axis > 0u; axis--) {
+    for (var axis = rank; axis > 1u; axis--) {
         let d = axis - 1u;
         let dim = params[2u + d];
         let coord = rest % dim;
         rest = rest / dim;
         ai += coord * params[2u + rank + d];
         bi += coord * params[2u + 2u * rank + d];
+    }
+    // The outermost axis: what is left is its coordinate.
+    if (rank > 0u) {
+        ai += rest * params[2u + rank];
+        bi += rest * params[2u + 2u * rank];
     }
     let a = lhs[ai];
     let b = rhs[bi];

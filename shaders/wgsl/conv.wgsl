@@ -1,7 +1,8 @@
 // Grouped, strided, dilated, padded convolution. Each thread computes a block of outputs:
-// {{OCB}} output channels (1, or 4 when a group has a multiple of 4) times 4 consecutive
+// {{OCB}} output channels (8, 4, 2 or 1: the largest that divides a group's) times 4 consecutive
 // positions along the last spatial axis, so one read of x serves {{OCB}} channels and one read of
-// a weight serves 4 positions (about 2 reads per 4 products instead of 2 per product).
+// a weight serves 4 positions (12 reads per 32 products at 8). On software drivers every read is
+// a per-lane gather: lavapipe ran a 3x3 256-channel convolution 1.35x faster at 8 than at 4.
 // x: `N, C, spatial...` (or `N, spatial..., C` when channels_last); w: `O, I/group, kd, kh, kw`;
 // bias: one value per output channel, or one for all (or absent).
 // Spatial axes are padded to three (d, h, w) with unit axes in front.
@@ -106,6 +107,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var acc1 = vec4<{{T}}>({{T}}(0));
     var acc2 = vec4<{{T}}>({{T}}(0));
     var acc3 = vec4<{{T}}>({{T}}(0));
+    var acc4 = vec4<{{T}}>({{T}}(0));
+    var acc5 = vec4<{{T}}>({{T}}(0));
+    var acc6 = vec4<{{T}}>({{T}}(0));
+    var acc7 = vec4<{{T}}>({{T}}(0));
     for (var kd = 0u; kd < k_d; kd++) {
         // Unsigned: a tap in the padding before the axis is below pad_d.
         let zd = od * stride_d + kd * dil_d;
@@ -126,11 +131,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 for (var c = 0u; c < in_per_group; c++) {
                     let xv = select(vec4<{{T}}>({{T}}(0)),
                         vec4<{{T}}>(x[xi.x], x[xi.y], x[xi.z], x[xi.w]), inside);
+                    // OCB is a constant: the branches not taken compile away.
                     acc0 += w[wi] * xv;
-                    if (OCB == 4u) {
+                    if (OCB >= 2u) {
                         acc1 += w[wi + w_stride] * xv;
+                    }
+                    if (OCB >= 4u) {
                         acc2 += w[wi + 2u * w_stride] * xv;
                         acc3 += w[wi + 3u * w_stride] * xv;
+                    }
+                    if (OCB == 8u) {
+                        acc4 += w[wi + 4u * w_stride] * xv;
+                        acc5 += w[wi + 5u * w_stride] * xv;
+                        acc6 += w[wi + 6u * w_stride] * xv;
+                        acc7 += w[wi + 7u * w_stride] * xv;
                     }
                     xi += vec4<u32>(x_cs);
                     wi += kernel_size;
@@ -140,9 +154,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     }
     let row = od * out_h + oh;
     store(nb, o0, row, ow0, out_w, acc0);
-    if (OCB == 4u) {
+    if (OCB >= 2u) {
         store(nb, o0 + 1u, row, ow0, out_w, acc1);
+    }
+    if (OCB >= 4u) {
         store(nb, o0 + 2u, row, ow0, out_w, acc2);
         store(nb, o0 + 3u, row, ow0, out_w, acc3);
+    }
+    if (OCB == 8u) {
+        store(nb, o0 + 4u, row, ow0, out_w, acc4);
+        store(nb, o0 + 5u, row, ow0, out_w, acc5);
+        store(nb, o0 + 6u, row, ow0, out_w, acc6);
+        store(nb, o0 + 7u, row, ow0, out_w, acc7);
     }
 }

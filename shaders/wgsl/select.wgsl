@@ -18,7 +18,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     var ci = 0u;
     var ai = 0u;
     var bi = 0u;
-    for (var axis = rank; axis > 0u; axis--) {
+    for (var axis = rank; axis > 1u; axis--) {
         let d = axis - 1u;
         let dim = params[2u + d];
         let coord = rest % dim;
@@ -26,6 +26,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
         ci += coord * params[2u + rank + d];
         ai += coord * params[2u + 2u * rank + d];
         bi += coord * params[2u + 3u * rank + d];
+    }
+    // The outermost axis: what is left is its coordinate.
+    if (rank > 0u) {
+        ci += rest * params[2u + rank];
+        ai += rest * params[2u + 2u * rank];
+        bi += rest * params[2u + 3u * rank];
     }
     if (cond[ci] != 0u) {
         out[i] = a[ai];

@@ -837,6 +837,29 @@ pub fn conv_and_pool_kernels_compile(c: &KernelCheck) {
     assert!(
         matches!(odd.launches.as_slice(), [Launch::Kernel(d)] if d.shader.defines.contains(&("OCB", "1u".into())))
     );
+    // The direct kernel's other blocks: 16 channels per group (8 per thread), 6 (2 per thread).
+    for (out_channels, block) in [(16, "8u"), (6, "2u")] {
+        let blocked = c.check(
+            &KernelOp::Conv {
+                dtype: DType::F32,
+                window: window(&[6, 7], &[6, 7], &[3, 3], true),
+                in_channels: 3,
+                out_channels,
+                group: 1,
+                has_bias: true,
+            },
+            &[
+                (&[2, 6, 7, 3], DType::F32),
+                (&[out_channels, 3, 3, 3], DType::F32),
+                (&[out_channels], DType::F32),
+            ],
+            &[(&[2, 6, 7, out_channels], DType::F32)],
+        );
+        assert!(
+            matches!(blocked.launches.as_slice(), [Launch::Kernel(d)] if d.shader.defines.contains(&("OCB", block.into()))),
+            "{out_channels} channels: {block} per thread"
+        );
+    }
     // Integer (quantized) convolutions: the direct kernel in i32 words, GEMM library or not.
     let integer = c.check(
         &KernelOp::Conv {

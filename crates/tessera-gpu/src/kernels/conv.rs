@@ -80,6 +80,9 @@ pub(super) fn window_params(
     Ok(Some(p))
 }
 
+/// Output channels per thread of the direct `conv` kernel, the largest that divides a group's.
+const OUTPUT_CHANNEL_BLOCKS: [usize; 4] = [8, 4, 2, 1];
+
 pub(super) fn encode(op: &KernelOp, io: &StepIo, target: &Target) -> Result<Kernel> {
     let (name, dtype, window, in_channels, out_channels, group, has_bias) = match op {
         KernelOp::Conv {
@@ -165,8 +168,11 @@ pub(super) fn encode(op: &KernelOp, io: &StepIo, target: &Target) -> Result<Kern
     let mut threads = total;
     if name == "conv" {
         // A thread computes `block` channels of one group times 4 positions along the last
-        // spatial axis.
-        let block = if groups.1.is_multiple_of(4) { 4 } else { 1 };
+        // spatial axis: more channels, fewer reads per product (`conv.wgsl`).
+        let block = OUTPUT_CHANNEL_BLOCKS
+            .into_iter()
+            .find(|b| groups.1.is_multiple_of(*b))
+            .unwrap_or(1);
         let out_w = window.output.last().copied().unwrap_or(1);
         threads = total / out_w / block * out_w.div_ceil(4);
         p[0] = u32_param(threads)?;

@@ -4,7 +4,8 @@
 //! The `EXPR` defines are written in WGSL's spelling (see [`super`]).
 
 use super::{
-    Dispatch, Grid, Kernel, Operand, StepIo, no_kernel, output_len, params, shader, strides, word,
+    Dispatch, Grid, Kernel, Operand, StepIo, collapse_axes, no_kernel, output_len, params, shader,
+    strides, word,
 };
 use crate::repr;
 use tessera_core::plan::{BinaryOp, KernelOp, UnaryOp};
@@ -191,11 +192,18 @@ fn binary(
         (w, repr::wrap(dtype))
     };
     let n: usize = out_shape.iter().product();
-    let rank = out_shape.len();
-    let mut p = params([n, rank])?;
-    p.extend(params(out_shape.iter().copied())?);
-    p.extend(params(strides(a_shape, true))?);
-    p.extend(params(strides(b_shape, true))?);
+    // Numpy broadcasting: an operand of lower rank is aligned to the output's last axes.
+    let aligned = |shape: &[usize]| {
+        let mut s = vec![1; out_shape.len().saturating_sub(shape.len())];
+        s.extend_from_slice(shape);
+        strides(&s, true)
+    };
+    let (shape, operand_strides) = collapse_axes(out_shape, &[aligned(a_shape), aligned(b_shape)]);
+    let mut p = params([n, shape.len()])?;
+    p.extend(params(shape)?);
+    for s in operand_strides {
+        p.extend(params(s)?);
+    }
     Ok(Kernel::single(Dispatch {
         shader: shader(
             "binary",
@@ -225,15 +233,20 @@ fn select(
     }
     let n: usize = out_shape.iter().product();
     let rank = out_shape.len();
-    let mut p = params([n, rank])?;
-    p.extend(params(out_shape.iter().copied())?);
+    let mut operand_strides = vec![];
     for shape in [cond_shape, a_shape, b_shape] {
         if shape.len() != rank {
             return Err(Error::Internal(format!(
                 "Select: operand shape {shape:?} does not have the output's rank {rank}"
             )));
         }
-        p.extend(params(strides(shape, true))?);
+        operand_strides.push(strides(shape, true));
+    }
+    let (shape, operand_strides) = collapse_axes(out_shape, &operand_strides);
+    let mut p = params([n, shape.len()])?;
+    p.extend(params(shape)?);
+    for s in operand_strides {
+        p.extend(params(s)?);
     }
     Ok(Kernel::single(Dispatch {
         shader: shader("select", vec![]),

@@ -320,6 +320,45 @@ pub(crate) fn strides(shape: &[usize], broadcast: bool) -> Vec<usize> {
     strides
 }
 
+/// The output's axes and each operand's strides with unit axes dropped and neighbouring axes
+/// merged wherever every operand walks them as one (contiguous, or broadcast along both): kernels
+/// that find an element's operands by a division per axis then divide less: `[1, 8, 240, 240]`
+/// by `[1, 8, 1, 1]` becomes `[8, 57600]`, equal shapes one axis (lavapipe divides each lane on
+/// its own: ppocrv4_det's element-wise ops were half of its run there).
+pub(crate) fn collapse_axes(
+    shape: &[usize],
+    strides: &[Vec<usize>],
+) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut merged: Vec<usize> = vec![];
+    let mut merged_strides: Vec<Vec<usize>> = vec![vec![]; strides.len()];
+    for (axis, &dim) in shape.iter().enumerate() {
+        if dim == 1 {
+            continue;
+        }
+        // The axis before continues into this one for every operand: (o, i) at o * outer + i *
+        // inner is element o * dim + i of one axis of stride `inner`.
+        let continues = !merged.is_empty()
+            && strides
+                .iter()
+                .zip(&merged_strides)
+                .all(|(s, m)| m.last() == Some(&(s[axis] * dim)));
+        if continues && let Some(last) = merged.last_mut() {
+            *last *= dim;
+            for (s, m) in strides.iter().zip(merged_strides.iter_mut()) {
+                if let Some(stride) = m.last_mut() {
+                    *stride = s[axis];
+                }
+            }
+        } else {
+            merged.push(dim);
+            for (s, m) in strides.iter().zip(merged_strides.iter_mut()) {
+                m.push(s[axis]);
+            }
+        }
+    }
+    (merged, merged_strides)
+}
+
 /// A `usize` as one u32 parameter; larger values are an error (kernels index with 32-bit words,
 /// and a WebGPU binding holds at most 4 GiB anyway).
 pub(crate) fn u32_param(value: usize) -> Result<u32> {
@@ -368,4 +407,44 @@ macro_rules! kernel_sources {
     (@list $dir:literal, $ext:literal, [$($name:literal),*]) => {
         &[$(($name, include_str!(concat!($dir, $name, $ext)))),*]
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{collapse_axes, strides};
+
+    #[test]
+    fn axes_walked_as_one_are_merged_and_unit_axes_dropped() {
+        let same = strides(&[2, 3, 4], true);
+        assert_eq!(
+            collapse_axes(&[2, 3, 4], &[same.clone(), same]),
+            (vec![24], vec![vec![1], vec![1]])
+        );
+        // A per-channel operand: the spatial axes merge, the channel axis stays apart.
+        assert_eq!(
+            collapse_axes(
+                &[1, 8, 24, 24],
+                &[strides(&[1, 8, 24, 24], true), strides(&[1, 8, 1, 1], true)]
+            ),
+            (vec![8, 576], vec![vec![576, 1], vec![1, 0]])
+        );
+        // Broadcast along both of two neighbouring axes merges them; a scalar operand stays 0.
+        assert_eq!(
+            collapse_axes(
+                &[5, 2, 3],
+                &[strides(&[5, 1, 1], true), strides(&[1, 1, 1], true)]
+            ),
+            (vec![5, 6], vec![vec![1, 0], vec![0, 0]])
+        );
+        // Transposed strides do not merge.
+        assert_eq!(
+            collapse_axes(&[3, 4], &[vec![1, 3], vec![4, 1]]),
+            (vec![3, 4], vec![vec![1, 3], vec![4, 1]])
+        );
+        // All unit axes: rank 0, one element.
+        assert_eq!(
+            collapse_axes(&[1, 1], &[vec![0, 0]]),
+            (vec![], vec![vec![]])
+        );
+    }
 }

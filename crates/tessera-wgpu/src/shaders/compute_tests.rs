@@ -405,7 +405,7 @@ fn catalogue() -> Vec<(&'static str, KernelOp, Vec<Tensor>)> {
         cases.push(("conv channels last", op, inputs));
     }
     {
-        // Blocks of 4 channels, a last axis not a multiple of 4, padding on both sides.
+        // Blocks of 8 channels, a last axis not a multiple of 4, padding on both sides.
         let mut w = window(&[10, 11], &[3, 5]);
         w.batch = 2;
         w.strides = vec![1, 2];
