@@ -192,13 +192,9 @@ fn binary(
         (w, repr::wrap(dtype))
     };
     let n: usize = out_shape.iter().product();
-    // Numpy broadcasting: an operand of lower rank is aligned to the output's last axes.
-    let aligned = |shape: &[usize]| {
-        let mut s = vec![1; out_shape.len().saturating_sub(shape.len())];
-        s.extend_from_slice(shape);
-        strides(&s, true)
-    };
-    let (shape, operand_strides) = collapse_axes(out_shape, &[aligned(a_shape), aligned(b_shape)]);
+    // The plan's shape check (`plan::shapes`) holds both operands at the output's rank.
+    let (shape, operand_strides) =
+        collapse_axes(out_shape, &[strides(a_shape, true), strides(b_shape, true)]);
     let mut p = params([n, shape.len()])?;
     p.extend(params(shape)?);
     for s in operand_strides {
