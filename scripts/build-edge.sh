@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the static, cpu-only `tessera` binary for an edge board.
 # Usage: scripts/build-edge.sh TARGET [CARGO_PROFILE] [serve]   (profile: release (default; one
-#   codegen unit) or dist)
+#   codegen unit), dist (what ships) or edge-check (CI's: Cargo.toml says what it leaves out))
 #   TARGET: aarch64-unknown-linux-musl | thumbv7neon-unknown-linux-gnueabihf (32-bit ARM with
 #           NEON, Thumb-2 code: Raspberry Pi 2/3 OS) | x86_64-unknown-linux-musl
 #   serve: with `tessera serve` (tokio, axum: the serving image); left out by default.
@@ -14,7 +14,7 @@
 # lost its Thumb bit, and crashed at start (SIGILL in memchr_ifunc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target="${1:?usage: scripts/build-edge.sh TARGET [release|dist]}"
+target="${1:?usage: scripts/build-edge.sh TARGET [release|dist|edge-check]}"
 profile="${2:-release}"
 features=()
 case "${3:-}" in

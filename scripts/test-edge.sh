@@ -3,7 +3,8 @@
 # NEON, Thumb-2) and runs `tessera check` on shared real models under qemu user-mode emulation,
 # so tract's NEON kernels run for real. Fails on the first model whose outputs do not match
 # onnxruntime's.
-# CI uses the `release` profile (no fat LTO: a cold build stays short); the size-optimised
+# CI uses the `edge-check` profile (Cargo.toml: tract's graph code at opt-level 1, the kernels and
+# Tessera's core and cpu ops at 3, no fat LTO: a cold build stays short); the size-optimised
 # `dist` binaries are built by hand (README, "Edge boards").
 # `--build-only`: the build step alone (scripts/test.sh runs it early, beside the other suites).
 set -euo pipefail
@@ -36,12 +37,12 @@ models=(
 check_target() {
     local target="$1" qemu="$2" machine="$3" bin
     if $build_only; then
-        step "edge: $target build (beside the suites)" 3600 scripts/build-edge.sh "$target" release
+        step "edge: $target build (beside the suites)" 3600 scripts/build-edge.sh "$target" edge-check
         return
     fi
     # Built already by --build-only in CI: then cargo only confirms it is fresh.
-    step "edge: $target build" 3600 scripts/build-edge.sh "$target" release
-    bin="$(scripts/build-edge.sh "$target" release 2>/dev/null)"
+    step "edge: $target build" 3600 scripts/build-edge.sh "$target" edge-check
+    bin="$(scripts/build-edge.sh "$target" edge-check 2>/dev/null)"
     if readelf -l "$bin" | grep -q INTERP || readelf -d "$bin" | grep -q NEEDED; then
         echo "error: $bin is not statically linked" >&2
         readelf -d "$bin" >&2 || true
@@ -81,6 +82,6 @@ check_target aarch64-unknown-linux-musl qemu-aarch64 AArch64
 # here, beside the suites, in the same target directory as the arm64 one (shared host crates).
 if $build_only; then
     step "edge: x86_64-unknown-linux-musl build (beside the suites)" 3600 \
-        scripts/build-edge.sh x86_64-unknown-linux-musl release serve
+        scripts/build-edge.sh x86_64-unknown-linux-musl edge-check serve
 fi
 check_target thumbv7neon-unknown-linux-gnueabihf qemu-arm ARM

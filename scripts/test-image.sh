@@ -21,8 +21,8 @@ scripts/ensure-packages.sh buildah=buildah ip=iproute2 unshare=util-linux strip=
 # there beside the other suites; here cargo only confirms it is fresh).
 target="${CARGO_TARGET_DIR:-target}"
 step "image: x86_64-unknown-linux-musl build" 1800 \
-    env CARGO_TARGET_DIR="$target-edge" scripts/build-edge.sh x86_64-unknown-linux-musl release serve
-binary="$(CARGO_TARGET_DIR="$target-edge" scripts/build-edge.sh x86_64-unknown-linux-musl release serve 2>/dev/null)"
+    env CARGO_TARGET_DIR="$target-edge" scripts/build-edge.sh x86_64-unknown-linux-musl edge-check serve
+binary="$(CARGO_TARGET_DIR="$target-edge" scripts/build-edge.sh x86_64-unknown-linux-musl edge-check serve 2>/dev/null)"
 
 source scripts/lib/server-venv.sh
 cache="$(server_cache_dir)"
@@ -42,7 +42,7 @@ cleanup() {
 }
 trap 'rc=$?; cleanup; if [ "$owns_step_log" = 1 ]; then tessera_print_steps "$rc"; fi' EXIT
 
-# What CI puts in the image is the release build stripped; the Dockerfile's own build stage
+# What CI puts in the image is the edge-check build stripped; the Dockerfile's own build stage
 # makes the `dist` profile (fat LTO), a little smaller (docs/serving.md).
 mkdir "$work/build"
 strip -o "$work/build/tessera" "$binary"

