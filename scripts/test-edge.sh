@@ -14,6 +14,9 @@ export TESSERA_SHARED="${TESSERA_SHARED:-$(cd .. && pwd)/shared}"
 # A target directory of its own, so that this build can run while another cargo command holds
 # the main one.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}-edge"
+# The profile CI checks the edge binaries with (Cargo.toml); scripts/test-image.sh takes the
+# x86-64 one built here.
+profile=edge-check
 build_only=false
 [ "${1:-}" = --build-only ] && build_only=true
 
@@ -37,12 +40,12 @@ models=(
 check_target() {
     local target="$1" qemu="$2" machine="$3" bin
     if $build_only; then
-        step "edge: $target build (beside the suites)" 3600 scripts/build-edge.sh "$target" edge-check
+        step "edge: $target build (beside the suites)" 3600 scripts/build-edge.sh "$target" "$profile"
         return
     fi
     # Built already by --build-only in CI: then cargo only confirms it is fresh.
-    step "edge: $target build" 3600 scripts/build-edge.sh "$target" edge-check
-    bin="$(scripts/build-edge.sh "$target" edge-check 2>/dev/null)"
+    step "edge: $target build" 3600 scripts/build-edge.sh "$target" "$profile"
+    bin="$(scripts/build-edge.sh "$target" "$profile" 2>/dev/null)"
     if readelf -l "$bin" | grep -q INTERP || readelf -d "$bin" | grep -q NEEDED; then
         echo "error: $bin is not statically linked" >&2
         readelf -d "$bin" >&2 || true
@@ -82,6 +85,6 @@ check_target aarch64-unknown-linux-musl qemu-aarch64 AArch64
 # here, beside the suites, in the same target directory as the arm64 one (shared host crates).
 if $build_only; then
     step "edge: x86_64-unknown-linux-musl build (beside the suites)" 3600 \
-        scripts/build-edge.sh x86_64-unknown-linux-musl edge-check serve
+        scripts/build-edge.sh x86_64-unknown-linux-musl "$profile" serve
 fi
 check_target thumbv7neon-unknown-linux-gnueabihf qemu-arm ARM

@@ -20,9 +20,9 @@ scripts/ensure-packages.sh buildah=buildah ip=iproute2 unshare=util-linux strip=
 # The musl binary comes from the edge build's own target directory (scripts/test.sh builds it
 # there beside the other suites; here cargo only confirms it is fresh).
 target="${CARGO_TARGET_DIR:-target}"
-step "image: x86_64-unknown-linux-musl build" 1800 \
-    env CARGO_TARGET_DIR="$target-edge" scripts/build-edge.sh x86_64-unknown-linux-musl edge-check serve
-binary="$(CARGO_TARGET_DIR="$target-edge" scripts/build-edge.sh x86_64-unknown-linux-musl edge-check serve 2>/dev/null)"
+build=(env CARGO_TARGET_DIR="$target-edge" scripts/build-edge.sh x86_64-unknown-linux-musl edge-check serve)
+step "image: x86_64-unknown-linux-musl build" 1800 "${build[@]}"
+binary="$("${build[@]}" 2>/dev/null)"
 
 source scripts/lib/server-venv.sh
 cache="$(server_cache_dir)"

