@@ -1,0 +1,4 @@
+pub mod runner;
+
+#[cfg(feature = "hwbench")]
+pub mod bandwidth;
