@@ -31,6 +31,9 @@ step "debian packages" 900 scripts/ensure-packages.sh \
     arm-linux-gnueabihf-gcc=gcc-arm-linux-gnueabihf \
     buildah=buildah ip=iproute2
 step "rustfmt" 300 bash -c 'rustup component add rustfmt >/dev/null 2>&1 || true; cargo fmt --all -- --check'
+# Before any build: the patched crates' versions name their content, and their files are dated
+# back so that builds an earlier clone made stay fresh (the script says why).
+step "third_party: versions name the content" 60 scripts/third-party.sh check
 # Release: the same build the README's main command uses, and the suites run in seconds.
 step "native build (release, every test binary)" 2400 cargo test --workspace --release --locked --no-run
 # The edge builds (arm64, the x86-64 musl binary the serving image holds, 32-bit ARM) need nothing from

@@ -277,7 +277,7 @@ fn main() {
     let os = var("CARGO_CFG_TARGET_OS");
     let out_dir = path::PathBuf::from(var("OUT_DIR"));
 
-    let suffix = env!("CARGO_PKG_VERSION").replace(['-', '.'], "_");
+    let suffix = env!("CARGO_PKG_VERSION").replace(['-', '.', '+'], "_");
     make_extern_kernel_decl_macro(&out_dir, &suffix);
 
     // `tract_sme` is set below only when both include_sme() and the assembler

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The patched crates under third_party/ carry a hash of their content in their version's build
+# metadata (tract-linalg 0.23.9+tessera.<hash>). Cargo keys a build on the version, so each
+# content gets builds of its own in a target directory, and the files' mtimes, which cargo reads
+# for path dependencies and which a fresh clone sets to now, can safely be dated back: CI's runs
+# then reuse what an earlier clone built (tract-core and all that depends on it, six times)
+# instead of rebuilding it every run.
+# Usage: scripts/third-party.sh check    content and version agree, else fail; then date the files
+#                                         back to a fixed time (scripts/test.sh, before any build)
+#        scripts/third-party.sh update   write the content's hash into the version and relock
+#                                         Cargo.lock and fuzz/Cargo.lock (after changing a crate)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+crates=(third_party/tract-linalg)
+# 2000-01-01 UTC: older than any build, so cargo never finds a dated-back file newer than one.
+fixed_mtime=946684800
+
+# A hash of every file of the crate, its manifest without the version line (which holds it).
+content_hash() {
+    local dir="$1" file
+    while IFS= read -r -d '' file; do
+        if [ "$file" = "$dir/Cargo.toml" ]; then
+            printf '%s %s\n' "$file" "$(grep -v '^version = ' "$file" | sha256sum | cut -c1-64)"
+        else
+            printf '%s %s\n' "$file" "$(sha256sum < "$file" | cut -c1-64)"
+        fi
+    done < <(find "$dir" -type f -print0 | LC_ALL=C sort -z) | sha256sum | cut -c1-12
+}
+
+# The package's own version: the first `version = ` line of the manifest, in [package].
+manifest_version() {
+    sed -n 's/^version = "\(.*\)"$/\1/p' "$1/Cargo.toml" | head -n 1
+}
+
+case "${1:-}" in
+check)
+    for dir in "${crates[@]}"; do
+        version="$(manifest_version "$dir")"
+        expected="${version%%+*}+tessera.$(content_hash "$dir")"
+        if [ "$version" != "$expected" ]; then
+            echo "error: $dir changed but its version did not: it is $version, its content says" \
+                "$expected; run scripts/third-party.sh update and commit the result" >&2
+            exit 1
+        fi
+        find "$dir" -exec touch -h -d "@$fixed_mtime" {} +
+        echo "$dir: $version, files dated back to $(date -u -d "@$fixed_mtime" +%F)"
+    done
+    ;;
+update)
+    for dir in "${crates[@]}"; do
+        version="$(manifest_version "$dir")"
+        expected="${version%%+*}+tessera.$(content_hash "$dir")"
+        # Only the first version line: the others are its dependencies'.
+        sed -i "0,/^version = \".*\"\$/s//version = \"$expected\"/" "$dir/Cargo.toml"
+        echo "$dir: $version -> $expected"
+    done
+    # Relock without building (that crate's entry only): both workspaces patch it.
+    for name in "${crates[@]##*/}"; do
+        cargo update --quiet -p "$name"
+        (cd fuzz && cargo update --quiet -p "$name")
+    done
+    ;;
+*)
+    echo "usage: scripts/third-party.sh check|update" >&2
+    exit 2
+    ;;
+esac
