@@ -2,12 +2,12 @@
 """Two builds of tessera side by side on one backend: `tessera bench --json` of each binary on
 each shared real model, one right after the other (order alternating per model), same inputs
 (test_data_set_0). For checking that a change made nothing slower (e.g. a refactor of a GPU
-backend: `--backend wgpu`, on lavapipe where there is no GPU).
+backend: `--backend wgpu`, on lavapipe where there is no GPU; or two build profiles on cpu).
 
 Prints a markdown table of both medians and after/before per model, and the geomean.
 
 Usage: bench/backend_ab.py --before OLD_TESSERA --after NEW_TESSERA [--backend wgpu]
-       [--models a,b] [--runs N] [--rounds R]
+       [--threads N] [--models a,b] [--runs N] [--rounds R]
 (needs `pip install -r bench/requirements.txt` for reading .pb input names)
 """
 
@@ -42,13 +42,15 @@ def main():
     parser.add_argument("--shared", default=str(REPO.parent / "shared"))
     parser.add_argument("--models", help="comma-separated model names (default: all)")
     parser.add_argument("--runs", type=int, default=5, help="timed runs per bench call")
+    parser.add_argument("--threads", type=int, help="cpu threads (default: tessera's, one per core)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="bench calls per binary and model (the median of their medians is kept)")
     args = parser.parse_args()
     models_dir = Path(args.shared) / "models"
     names = args.models.split(",") if args.models else sorted(
         p.name for p in models_dir.iterdir() if (p / "model.onnx").exists())
-    print(f"`--backend {args.backend}`, before = {args.before}, after = {args.after}; "
+    extra = ["--threads", str(args.threads)] if args.threads else []
+    print(f"`--backend {args.backend} {' '.join(extra)}`, before = {args.before}, after = {args.after}; "
           f"{cpu_model()}; median of {args.rounds} rounds of {args.runs} runs after 2 warmup "
           "runs, the two binaries alternating.\n")
     print("| model | before ms | after ms | after/before |")
@@ -60,7 +62,7 @@ def main():
         for r in range(args.rounds):
             order = ["before", "after"] if (k + r) % 2 == 0 else ["after", "before"]
             for which in order:
-                result = bench(getattr(args, which), models_dir / name, args.backend, args.runs)
+                result = bench(getattr(args, which), models_dir / name, args.backend, args.runs, extra)
                 if "error" in result:
                     errors[which] = result["error"]
                 else:

@@ -29,14 +29,14 @@ def pb_name(path):
     return onnx.load_tensor(str(path)).name or None
 
 
-def bench(tessera, model_dir, backend, runs):
+def bench(tessera, model_dir, backend, runs, extra=()):
     inputs = []
     for pb in sorted((model_dir / "test_data_set_0").glob("input_*.pb")):
         name = pb_name(pb)
         if name:
             inputs += ["--input", f"{name}={pb}"]
     cmd = [str(tessera), "bench", str(model_dir / "model.onnx"), "--backend", backend,
-           "--runs", str(runs), "--warmup", "2", "--json", *inputs]
+           "--runs", str(runs), "--warmup", "2", "--json", *extra, *inputs]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:

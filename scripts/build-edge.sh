@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the static, cpu-only `tessera` binary for an edge board.
 # Usage: scripts/build-edge.sh TARGET [CARGO_PROFILE] [serve]   (profile: release (default; one
-#   codegen unit), dist (what ships) or edge-check (CI's: Cargo.toml says what it leaves out))
+#   codegen unit), edge (a board's: size first), dist (the serving image's) or edge-check (CI's:
+#   Cargo.toml says what each leaves out))
 #   TARGET: aarch64-unknown-linux-musl | thumbv7neon-unknown-linux-gnueabihf (32-bit ARM with
 #           NEON, Thumb-2 code: Raspberry Pi 2/3 OS) | x86_64-unknown-linux-musl
 #   serve: with `tessera serve` (tokio, axum: the serving image); left out by default.
@@ -14,7 +15,7 @@
 # lost its Thumb bit, and crashed at start (SIGILL in memchr_ifunc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target="${1:?usage: scripts/build-edge.sh TARGET [release|dist|edge-check]}"
+target="${1:?usage: scripts/build-edge.sh TARGET [release|edge|dist|edge-check]}"
 profile="${2:-release}"
 features=()
 case "${3:-}" in
@@ -56,6 +57,9 @@ rustflags="-C target-feature=+crt-static"
 # 2026-11-28: long-branch veneers needed), the GNU ld link crashed before its first system call,
 # likely the veneer bug above; gold's link runs (docs/edge.md).
 [ "$target" = thumbv7neon-unknown-linux-gnueabihf ] && rustflags="$rustflags -C link-arg=-fuse-ld=gold"
+# The edge profile aborts on panic (Cargo.toml): no unwind tables then, which Rust emits for
+# Linux targets anyway (for backtraces), ~2.3 MB of an arm64 binary's .eh_frame.
+[ "$profile" = edge ] && rustflags="$rustflags -C force-unwind-tables=no"
 export "CARGO_TARGET_${env_target}_RUSTFLAGS=$rustflags"
 
 # The release profile here with one codegen unit, as dist has: on 2 cores the arm64 build takes
