@@ -32,11 +32,18 @@ manifest_version() {
     sed -n 's/^version = "\(.*\)"$/\1/p' "$1/Cargo.toml" | head -n 1
 }
 
+# The version the content says: the release's, with the content's hash as build metadata.
+expected_version() {
+    local version
+    version="$(manifest_version "$1")"
+    echo "${version%%+*}+tessera.$(content_hash "$1")"
+}
+
 case "${1:-}" in
 check)
     for dir in "${crates[@]}"; do
         version="$(manifest_version "$dir")"
-        expected="${version%%+*}+tessera.$(content_hash "$dir")"
+        expected="$(expected_version "$dir")"
         if [ "$version" != "$expected" ]; then
             echo "error: $dir changed but its version did not: it is $version, its content says" \
                 "$expected; run scripts/third-party.sh update and commit the result" >&2
@@ -49,7 +56,7 @@ check)
 update)
     for dir in "${crates[@]}"; do
         version="$(manifest_version "$dir")"
-        expected="${version%%+*}+tessera.$(content_hash "$dir")"
+        expected="$(expected_version "$dir")"
         # Only the first version line: the others are its dependencies'.
         sed -i "0,/^version = \".*\"\$/s//version = \"$expected\"/" "$dir/Cargo.toml"
         echo "$dir: $version -> $expected"
