@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The patched crates under third_party/ carry a hash of their content in their version's build
-# metadata (tract-linalg 0.23.9+tessera.<hash>). Cargo keys a build on the version, so each
+# metadata (e.g. tract-linalg 0.23.9+tessera.<hash>). Cargo keys a build on the version, so each
 # content gets builds of its own in a target directory, and the files' mtimes, which cargo reads
 # for path dependencies and which a fresh clone sets to now, can safely be dated back: CI's runs
 # then reuse what an earlier clone built (tract-core and all that depends on it, six times)
@@ -11,16 +11,17 @@
 #                                         Cargo.lock and fuzz/Cargo.lock (after changing a crate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-crates=(third_party/tract-linalg)
+crates=(third_party/tract-linalg third_party/tract-nnef)
 # 2000-01-01 UTC: older than any build, so cargo never finds a dated-back file newer than one.
 fixed_mtime=946684800
 
-# A hash of every file of the crate, its manifest without the version line (which holds it).
+# A hash of every file of the crate, its manifest without the package's version line (which holds
+# it; the first `version = ` line, in [package]: the later ones are its dependencies').
 content_hash() {
     local dir="$1" file
     while IFS= read -r -d '' file; do
         if [ "$file" = "$dir/Cargo.toml" ]; then
-            printf '%s %s\n' "$file" "$(grep -v '^version = ' "$file" | sha256sum | cut -c1-64)"
+            printf '%s %s\n' "$file" "$(sed '0,/^version = /{//d}' "$file" | sha256sum | cut -c1-64)"
         else
             printf '%s %s\n' "$file" "$(sha256sum < "$file" | cut -c1-64)"
         fi
