@@ -14,23 +14,25 @@ cd "$(dirname "$0")/.."
 crates=(third_party/tract-linalg third_party/tract-nnef)
 # 2000-01-01 UTC: older than any build, so cargo never finds a dated-back file newer than one.
 fixed_mtime=946684800
+# The package's own version line: the manifest's first (in [package]); later ones are its
+# dependencies'. Left out of the content's hash, read, and rewritten by the functions below.
+version_line='^version = "[^"]*"$'
 
-# A hash of every file of the crate, its manifest without the package's version line (which holds
-# it; the first `version = ` line, in [package]: the later ones are its dependencies').
+# A hash of every file of the crate, its manifest without the package's version line (which holds it).
 content_hash() {
     local dir="$1" file
     while IFS= read -r -d '' file; do
         if [ "$file" = "$dir/Cargo.toml" ]; then
-            printf '%s %s\n' "$file" "$(sed '0,/^version = /{//d}' "$file" | sha256sum | cut -c1-64)"
+            printf '%s %s\n' "$file" "$(sed "0,/$version_line/{//d}" "$file" | sha256sum | cut -c1-64)"
         else
             printf '%s %s\n' "$file" "$(sha256sum < "$file" | cut -c1-64)"
         fi
     done < <(find "$dir" -type f -print0 | LC_ALL=C sort -z) | sha256sum | cut -c1-12
 }
 
-# The package's own version: the first `version = ` line of the manifest, in [package].
+# The package's own version: the value of its version line.
 manifest_version() {
-    sed -n 's/^version = "\(.*\)"$/\1/p' "$1/Cargo.toml" | head -n 1
+    grep -m 1 "$version_line" "$1/Cargo.toml" | sed 's/^version = "\(.*\)"$/\1/'
 }
 
 # The version the content says: the release's, with the content's hash as build metadata.
@@ -58,8 +60,7 @@ update)
     for dir in "${crates[@]}"; do
         version="$(manifest_version "$dir")"
         expected="$(expected_version "$dir")"
-        # Only the first version line: the others are its dependencies'.
-        sed -i "0,/^version = \".*\"\$/s//version = \"$expected\"/" "$dir/Cargo.toml"
+        sed -i "0,/$version_line/s//version = \"$expected\"/" "$dir/Cargo.toml"
         echo "$dir: $version -> $expected"
     done
     # Relock without building (that crate's entry only): both workspaces patch it.
