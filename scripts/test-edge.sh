@@ -3,8 +3,8 @@
 # NEON, Thumb-2) and runs `tessera check` on shared real models under qemu user-mode emulation,
 # so tract's NEON kernels run for real. Fails on the first model whose outputs do not match
 # onnxruntime's.
-# CI uses the `edge-check` profile (Cargo.toml: tract's graph code and tessera-core at opt-level
-# 1, the kernels and Tessera's cpu ops at 3, no fat LTO: a cold build stays short); the size-optimised
+# CI uses the `edge-check` profile (Cargo.toml: tract's graph code and tessera-core unoptimised,
+# the kernels and Tessera's cpu ops at 3, no fat LTO: a cold build stays short); the size-optimised
 # `dist` binaries are built by hand (README, "Edge boards").
 # `--build-only`: the build step alone (scripts/test.sh runs it early, beside the other suites).
 set -euo pipefail
