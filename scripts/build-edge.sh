@@ -6,6 +6,8 @@
 #   TARGET: aarch64-unknown-linux-musl | thumbv7neon-unknown-linux-gnueabihf (32-bit ARM with
 #           NEON, Thumb-2 code: Raspberry Pi 2/3 OS) | x86_64-unknown-linux-musl
 #   serve: with `tessera serve` (tokio, axum: the serving image); left out by default.
+# The edge profile also rebuilds the standard library (nightly's -Z build-std, below): it needs
+# the nightly toolchain and its rust-src component.
 # Prints the binary's path last. Needs `rustup target add TARGET` and, for the arm targets,
 # Debian's cross gcc (gcc-aarch64-linux-gnu / gcc-arm-linux-gnueabihf): tract-linalg assembles
 # its NEON kernels with it, and it drives the link. musl targets link Rust's self-contained musl
@@ -59,15 +61,48 @@ rustflags="-C target-feature=+crt-static"
 [ "$target" = thumbv7neon-unknown-linux-gnueabihf ] && rustflags="$rustflags -C link-arg=-fuse-ld=gold"
 # The edge profile aborts on panic (Cargo.toml): no unwind tables then, which Rust emits for
 # Linux targets anyway (for backtraces), ~2.3 MB of an arm64 binary's .eh_frame.
-[ "$profile" = edge ] && rustflags="$rustflags -C force-unwind-tables=no"
+toolchain=()
+build_std=()
+if [ "$profile" = edge ]; then
+    rustflags="$rustflags -C force-unwind-tables=no"
+    # The standard library as shipped is compiled for panic = "unwind": its generic code (sorts,
+    # iterators, drop glue), instantiated in every crate, brings landing pads and so unwind
+    # tables along, and its sorts are large. Rebuilt with panic_abort and std's own
+    # optimize_for_size (small sorts and number formatting): arm64 12.28 -> 10.91 MB (docs/edge.md).
+    toolchain=(+nightly)
+    build_std=(-Z build-std=std,panic_abort -Z build-std-features=optimize_for_size)
+    if ! rustup component list --installed --toolchain nightly 2>/dev/null | grep -q '^rust-src'; then
+        echo "error: the edge profile rebuilds the standard library: it needs the nightly toolchain" \
+            "and its source (rustup toolchain install nightly; rustup component add rust-src --toolchain nightly)" >&2
+        exit 1
+    fi
+    # The musl C runtime (crt objects, libc.a, libunwind.a) comes from the target's standard
+    # library package, which rustup lacks for nightly on aarch64 musl (a 404): a sysroot that is
+    # nightly's plus stable's copy of that runtime (the same musl release) stands in.
+    nightly_sysroot="$(rustc +nightly --print sysroot)"
+    if [[ "$target" == *-musl ]] && [ ! -d "$nightly_sysroot/lib/rustlib/$target/lib/self-contained" ]; then
+        crt="$(rustc --print sysroot)/lib/rustlib/$target/lib/self-contained"
+        sysroot="${CARGO_TARGET_DIR:-target}/edge-sysroot/$target"
+        rm -rf "$sysroot"
+        mkdir -p "$sysroot/lib/rustlib/$target/lib"
+        for entry in "$nightly_sysroot"/lib/rustlib/*; do
+            ln -s "$entry" "$sysroot/lib/rustlib/"
+        done
+        cp -r "$crt" "$sysroot/lib/rustlib/$target/lib/"
+        rustflags="$rustflags --sysroot $(cd "$sysroot" && pwd)"
+    fi
+    # std rebuilt without the prebuilt compiler_builtins' C parts lacks __popcountdi2, which
+    # mimalloc calls: gcc's runtime library has it.
+    rustflags="$rustflags -C link-arg=-lgcc"
+fi
 export "CARGO_TARGET_${env_target}_RUSTFLAGS=$rustflags"
 
 # The release profile here with one codegen unit, as dist has: on 2 cores the arm64 build takes
 # less CPU and less time than with 16 (762 -> 666 s of CPU, 389 -> 342 s; tract-core alone 313 ->
 # 260 s), and what CI checks is closer to what dist ships.
 if [ "$profile" = release ]; then export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1; fi
-cargo build --locked --profile "$profile" --target "$target" -p tessera-cli --no-default-features \
-    "${features[@]}" >&2
+cargo "${toolchain[@]}" build --locked --profile "$profile" --target "$target" -p tessera-cli \
+    --no-default-features "${features[@]}" "${build_std[@]}" >&2
 dir="$profile"
 [ "$profile" = dev ] && dir=debug
 echo "${CARGO_TARGET_DIR:-target}/$target/$dir/tessera"
