@@ -11,7 +11,7 @@
 #                                         Cargo.lock and fuzz/Cargo.lock (after changing a crate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-crates=(third_party/tract-linalg third_party/tract-nnef)
+crates=(third_party/tract-core third_party/tract-linalg third_party/tract-nnef)
 # 2000-01-01 UTC: older than any build, so cargo never finds a dated-back file newer than one.
 fixed_mtime=946684800
 # The package's own version line: the manifest's first (in [package]); later ones are its
