@@ -46,6 +46,9 @@ for edge_target in aarch64-unknown-linux-musl x86_64-unknown-linux-musl \
     thumbv7neon-unknown-linux-gnueabihf; do
     rustup target list --installed | grep -qx "$edge_target" || rustup target add "$edge_target"
 done
+# The arm64 board binary rebuilds std (the edge profile): nightly's rust-src.
+rustup component list --installed --toolchain nightly 2>/dev/null | grep -q '^rust-src' \
+    || rustup component add rust-src --toolchain nightly
 edge_log="$(mktemp -t tessera-edge-build.XXXXXX)"
 setsid scripts/test-edge.sh --build-only > "$edge_log" 2>&1 &
 edge_build=$!

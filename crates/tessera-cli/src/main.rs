@@ -42,10 +42,7 @@ fn main() -> ExitCode {
     }
     keep_tensor_pages();
     let cli = args::Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("TESSERA_LOG"))
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging();
     match commands::run(cli) {
         Ok(code) => code,
         Err(error) => {
@@ -53,4 +50,28 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Logs to stderr at the levels `TESSERA_LOG` names: `LEVEL` or `TARGET=LEVEL`, comma-separated
+/// (e.g. `debug`, `info,tract_core=warn`); errors only when unset. tracing-subscriber's `Targets`
+/// parses it: its `EnvFilter` (span and field filters) would add a regex engine, 0.15 MB of an
+/// edge binary.
+fn init_logging() {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::prelude::*;
+    let errors_only = Targets::new().with_default(LevelFilter::ERROR);
+    let filter = match std::env::var("TESSERA_LOG") {
+        Ok(spec) if !spec.trim().is_empty() => spec.parse::<Targets>().unwrap_or_else(|error| {
+            eprintln!(
+                "warning: TESSERA_LOG={spec:?} ignored ({error}); expected LEVEL or TARGET=LEVEL, \
+                 comma-separated"
+            );
+            errors_only.clone()
+        }),
+        _ => errors_only,
+    };
+    tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(filter)
+        .init();
 }

@@ -2,6 +2,7 @@
 //! (numpy `.npy`/`.npz` in [`npy`], ONNX `TensorProto` `.pb` in [`onnx_pb`]).
 
 pub mod npy;
+pub mod npy_header;
 pub mod onnx_pb;
 
 use crate::{DType, Error, Result};

@@ -1,10 +1,9 @@
-//! numpy `.npy` and `.npz` files. Headers are parsed and written by `ndarray-npy`;
+//! numpy `.npy` and `.npz` files. Headers are read and written by [`super::npy_header`];
 //! bodies are raw little-endian elements, decoded by [`TensorData::from_le_bytes`].
 
+use super::npy_header::NpyHeader;
 use super::{Tensor, byte_count};
 use crate::{DType, Error, Result};
-use ndarray_npy::npy::header::{Header, Layout};
-use py_literal::Value as PyValue;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
@@ -22,9 +21,9 @@ pub fn write_npy(path: &Path, tensor: &Tensor) -> Result<()> {
 /// The `.npy` magic string, then one byte each of major and minor version.
 const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 
-/// Checks that the header length a `.npy` file states fits in the bytes present, before the
-/// header parser allocates a buffer of that length (version 2 and 3 headers state up to 4 GiB).
-fn check_header_len(bytes: &[u8]) -> Result<()> {
+/// Checks that the header length a `.npy` file states fits in the bytes present (version 2 and 3
+/// headers state up to 4 GiB) and returns where the header's text lies.
+fn check_header_len(bytes: &[u8]) -> Result<std::ops::Range<usize>> {
     let prefix = NPY_MAGIC.len() + 2;
     if bytes.len() < prefix || !bytes.starts_with(NPY_MAGIC) {
         return Err(Error::tensor_data(
@@ -57,8 +56,8 @@ fn check_header_len(bytes: &[u8]) -> Result<()> {
             ),
         ));
     }
-    // numpy writes a flat dict holding one tuple; the literal parser backtracks exponentially on
-    // deep nesting (a 262-byte header of open braces took minutes), so depth is bounded first.
+    // numpy writes a flat dict holding one tuple: deeper nesting is refused with its reason (a
+    // backtracking parser once took minutes on a 262-byte header of open braces).
     let start = prefix + len_bytes;
     let header = &bytes[start..start + header_len as usize];
     let mut depth = 0usize;
@@ -75,7 +74,7 @@ fn check_header_len(bytes: &[u8]) -> Result<()> {
             ));
         }
     }
-    Ok(())
+    Ok(start..start + header_len as usize)
 }
 
 /// Bracket nesting allowed in a `.npy` header: numpy writes 2, a dict holding the shape tuple
@@ -85,22 +84,14 @@ const MAX_HEADER_NESTING: usize = 2;
 /// Decodes the bytes of a `.npy` file. Sizes the file states (header length, shape) are checked
 /// against the bytes present before anything of that size is allocated.
 pub fn npy_from_bytes(bytes: &[u8]) -> Result<Tensor> {
-    check_header_len(bytes)?;
-    let mut reader = bytes;
-    let header = Header::from_reader(&mut reader)
+    let header_range = check_header_len(bytes)?;
+    let header = NpyHeader::parse(&bytes[header_range.clone()])
         .map_err(|e| Error::tensor_data(None, format!("bad .npy header: {e}")))?;
-    let descr = match &header.type_descriptor {
-        PyValue::String(s) => s.clone(),
-        other => {
-            return Err(Error::tensor_data(
-                None,
-                format!("unsupported .npy dtype {other}"),
-            ));
-        }
-    };
+    let reader = &bytes[header_range.end..];
+    let descr = header.descr;
     let dtype = DType::from_numpy_descr(&descr)
         .ok_or_else(|| Error::tensor_data(None, format!("unsupported .npy dtype '{descr}'")))?;
-    if header.layout == Layout::Fortran && header.shape.len() > 1 {
+    if header.fortran_order && header.shape.len() > 1 {
         return Err(Error::tensor_data(
             None,
             "Fortran-ordered .npy arrays are not supported: save with numpy.ascontiguousarray",
@@ -130,14 +121,29 @@ pub fn npy_from_bytes(bytes: &[u8]) -> Result<Tensor> {
 
 /// Encodes a tensor as the bytes of a `.npy` file.
 pub fn npy_to_bytes(tensor: &Tensor) -> Result<Vec<u8>> {
-    let header = Header {
-        type_descriptor: PyValue::String(tensor.dtype().numpy_descr().to_string()),
-        layout: Layout::Standard,
+    let header = NpyHeader {
+        descr: tensor.dtype().numpy_descr().to_string(),
+        fortran_order: false,
         shape: tensor.shape().to_vec(),
     };
-    let mut bytes = header
-        .to_bytes()
-        .map_err(|e| Error::tensor_data(None, format!("cannot format .npy header: {e}")))?;
+    // Version 1.0 (a 2-byte header length) unless the header is longer than that can say.
+    let mut text = header.to_text(NPY_MAGIC.len() + 2 + 2);
+    let mut bytes = NPY_MAGIC.to_vec();
+    match u16::try_from(text.len()) {
+        Ok(len) => {
+            bytes.extend([1, 0]);
+            bytes.extend(len.to_le_bytes());
+        }
+        Err(_) => {
+            text = header.to_text(NPY_MAGIC.len() + 2 + 4);
+            let len = u32::try_from(text.len()).map_err(|_| {
+                Error::tensor_data(None, "cannot write a .npy header over 4 GiB".to_string())
+            })?;
+            bytes.extend([2, 0]);
+            bytes.extend(len.to_le_bytes());
+        }
+    }
+    bytes.extend(text.as_bytes());
     bytes.extend(tensor.data().to_le_bytes());
     Ok(bytes)
 }

@@ -1289,7 +1289,7 @@ macro_rules! bin_to_super_type {
                             let b = b.to_plain_array_view::<$typ>()?;
                             let mut c_plain = c.try_as_plain_ram_mut()?;
                             let mut c = c_plain.to_array_view_mut::<$typ>()?;
-                            $crate::ndarray::Zip::from(&mut c).and_broadcast(a).and_broadcast(b).for_each($cab);
+                            $crate::broadcast::zip3(c.view_mut(), a, b, $cab)?;
                             return Ok(())
                         })*
                      )*
@@ -1302,7 +1302,7 @@ macro_rules! bin_to_super_type {
                                 let b = b.to_plain_array_view::<$typ_dt>()?;
                                 let mut c_plain = c.try_as_plain_ram_mut()?;
                                 let mut c = c_plain.to_array_view_mut::<$typ_dt>()?;
-                                $crate::ndarray::Zip::from(&mut c).and_broadcast(a).and_broadcast(b).for_each(|c, a, b| cab(c, a, b, zp, scale));
+                                $crate::broadcast::zip3(c.view_mut(), a, b, |c, a, b| cab(c, a, b, zp, scale))?;
                                 return Ok(())
                             }
                             )*
@@ -1369,7 +1369,7 @@ macro_rules! bin_to_super_type {
                         let b = b.to_plain_array_view::<$typ>()?;
                         let mut a_plain = a.try_as_plain_ram_mut()?;
                         let mut a = a_plain.to_array_view_mut::<$typ>()?;
-                        $crate::ndarray::Zip::from(&mut a).and_broadcast(b).for_each(|a, b| cab(a, &a.clone(), b));
+                        $crate::broadcast::zip2(a.view_mut(), b, |a, b| cab(a, &a.clone(), b))?;
                         return Ok(())
                     })*
                 )*
@@ -1381,9 +1381,9 @@ macro_rules! bin_to_super_type {
                             let mut a_plain = a.try_as_plain_ram_mut()?;
                             let mut a = a_plain.to_array_view_mut::<$typ_dt>()?;
                             let b = b.to_plain_array_view::<$typ_dt>()?;
-                            $crate::ndarray::Zip::from(&mut a).and_broadcast(b).for_each(|a, b| {
+                            $crate::broadcast::zip2(a.view_mut(), b, |a, b| {
                                 cab(a, &(a.clone()), b, zp, scale)
-                            });
+                            })?;
                             return Ok(())
                         })*
                     )*
@@ -1478,14 +1478,14 @@ macro_rules! bin_to_super_type {
                             let mut c = Tensor::zero_dt(*c_dt, &c_shape)?;
                             let mut c_plain = c.try_as_plain_ram_mut()?;
                             let view = c_plain.to_array_view_mut::<u8>()?;
-                            $crate::ndarray::Zip::from(view).and_broadcast(a).and_broadcast(b).for_each(|c, a, b| {
+                            $crate::broadcast::zip3(view, a, b, |c, a, b| {
                                 *c = (scale_by($q_op_on_f32(
                                             ((*a as i32 - a_zp as i32) as f32 * a_scale),
                                             ((*b as i32 - b_zp as i32) as f32 * b_scale),
                                 ), c_inv_scale) as i32
                                     + *c_zp as i32)
                                     .clamp_cast()
-                            });
+                            })?;
                             return Ok(Some(c));
                         }
                         Ok(None)
@@ -1509,9 +1509,9 @@ macro_rules! bin_to_super_type {
                                 DatumType::F32 => {
                                     let mut c_plain = c.try_as_plain_ram_mut()?;
                                     let view = c_plain.to_array_view_mut::<f32>()?;
-                                    $crate::ndarray::Zip::from(view).and_broadcast(a.try_as_plain_ram()?.to_array_view()?).and_broadcast(b.try_as_plain_ram()?.to_array_view()?).for_each(|c, a, b| {
+                                    $crate::broadcast::zip3(view, a.try_as_plain_ram()?.to_array_view()?, b.try_as_plain_ram()?.to_array_view()?, |c, a, b| {
                                         *c = $q_op_on_f32(*a,*b);
-                                    })
+                                    })?
                                 },
                                 other => bail!("unexpected accumulator data type as {:?}", other)
                             };

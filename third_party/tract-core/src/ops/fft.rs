@@ -4,9 +4,17 @@ use rustfft::num_traits::{Float, FromPrimitive};
 use rustfft::{FftDirection, FftNum};
 use tract_data::itertools::Itertools;
 
-// Tessera: rustfft's planner picks SIMD algorithms (AVX, SSE or NEON), each compiled for every
-// float type it plans for; f64 transforms, rare in models, plan with the scalar planner, which
-// leaves the f64 SIMD algorithms out of the binaries (third_party/README.md).
+// Tessera: rustfft's planner picks SIMD algorithms (AVX, SSE, NEON or wasm SIMD128), each
+// compiled for every float type it plans for; f64 transforms, rare in models, plan with the
+// scalar planner, which leaves the f64 SIMD algorithms out of the binaries. Without the
+// `simd-fft` feature (size-first builds: edge boards, browsers), f16 and f32 transforms are
+// computed in f64 too, so that one FFT implementation, the scalar one, is all a binary holds
+// (third_party/README.md).
+#[cfg(feature = "simd-fft")]
+type NarrowWork = f32;
+#[cfg(not(feature = "simd-fft"))]
+type NarrowWork = f64;
+
 pub trait PlanFft: FftNum {
     fn plan_fft(len: usize, direction: FftDirection) -> std::sync::Arc<dyn rustfft::Fft<Self>>;
 }
@@ -83,13 +91,15 @@ impl EvalOp for Fft {
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         let mut tensor = args_1!(inputs).into_tensor();
         match tensor.datum_type() {
-            DatumType::F16 => {
-                let mut temp = tensor.cast_to::<f32>()?.into_owned();
-                self.eval_t::<f32>(&mut temp)?;
-                tensor = temp.cast_to::<f16>()?.into_owned();
-            }
-            DatumType::F32 => self.eval_t::<f32>(&mut tensor)?,
             DatumType::F64 => self.eval_t::<f64>(&mut tensor)?,
+            dt @ (DatumType::F16 | DatumType::F32) if dt == NarrowWork::datum_type() => {
+                self.eval_t::<NarrowWork>(&mut tensor)?
+            }
+            dt @ (DatumType::F16 | DatumType::F32) => {
+                let mut temp = tensor.cast_to::<NarrowWork>()?.into_owned();
+                self.eval_t::<NarrowWork>(&mut temp)?;
+                tensor = temp.cast_to_dt(dt)?.into_owned();
+            }
             _ => bail!("FFT not implemented for type {:?}", tensor.datum_type()),
         }
         Ok(tvec!(tensor.into_tvalue()))
@@ -162,6 +172,8 @@ impl Stft {
     /// pass; `None` when the op carries no window.
     fn padded_window<T: Datum + Float>(&self) -> TractResult<Option<Vec<T>>> {
         let Some(window) = &self.window else { return Ok(None) };
+        // The window is of the input's type, which the transform's may differ from.
+        let window = window.cast_to::<T>()?;
         let window = window.try_as_plain_ram()?.as_slice::<T>()?;
         ensure!(
             window.len() <= self.frame,
@@ -274,12 +286,16 @@ impl EvalOp for Stft {
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         let input = args_1!(inputs);
         let output = match input.datum_type() {
-            DatumType::F16 => {
-                let temp = input.cast_to::<f32>()?;
-                self.eval_t::<f32>(&temp)?.cast_to::<f16>()?.into_owned()
-            }
-            DatumType::F32 => self.eval_t::<f32>(&input)?,
             DatumType::F64 => self.eval_t::<f64>(&input)?,
+            dt @ (DatumType::F16 | DatumType::F32) => {
+                let work = input.cast_to::<NarrowWork>()?;
+                let output = self.eval_t::<NarrowWork>(&work)?;
+                if dt == NarrowWork::datum_type() {
+                    output
+                } else {
+                    output.cast_to_dt(dt)?.into_owned()
+                }
+            }
             _ => bail!("FFT not implemented for type {:?}", input.datum_type()),
         };
         Ok(tvec!(output.into_tvalue()))

@@ -1,6 +1,5 @@
 use crate::broadcast::multi_broadcast;
 use crate::internal::*;
-use crate::ndarray::Zip;
 use crate::ops::binary::BinMiniOp;
 
 use tract_data::TooEarly;
@@ -16,8 +15,8 @@ fn eval_comp_oop<T: Datum + PartialOrd>(
     let shape = multi_broadcast(&[a.shape(), b.shape()])?;
     let mut c = unsafe { Tensor::uninitialized::<bool>(&shape)? };
     let mut c_plain = c.try_as_plain_ram_mut()?;
-    let mut view = c_plain.to_array_view_mut::<bool>()?;
-    Zip::from(&mut view).and_broadcast(&a).and_broadcast(&b).for_each(|c, a, b| *c = f(a, b));
+    let view = c_plain.to_array_view_mut::<bool>()?;
+    crate::broadcast::zip3(view, a, b, |c, a, b| *c = f(a, b))?;
     Ok(c)
 }
 
@@ -97,19 +96,16 @@ macro_rules! comp_bin_mini_op {
                     let a = a.to_plain_array_view::<String>()?;
                     let b = b.to_plain_array_view::<String>()?;
                     let mut c_plain = c.try_as_plain_ram_mut()?;
-                    let mut view = c_plain.to_array_view_mut::<bool>()?;
-                    Zip::from(&mut view).and_broadcast(&a).and_broadcast(&b)
-                        .for_each(|c, a, b| *c = a $cmp b);
+                    let view = c_plain.to_array_view_mut::<bool>()?;
+                    crate::broadcast::zip3(view, a, b, |c, a, b| *c = a $cmp b)?;
                     return Ok(());
                 }
                 fn inner<T: Datum + PartialOrd>(c: &mut Tensor, a: &Tensor, b: &Tensor, f: impl Fn(&T, &T) -> bool) -> TractResult<()> {
                     let a = a.to_plain_array_view::<T>()?;
                     let b = b.to_plain_array_view::<T>()?;
                     let mut c_plain = c.try_as_plain_ram_mut()?;
-                    let mut view = c_plain.to_array_view_mut::<bool>()?;
-                    Zip::from(&mut view).and_broadcast(&a).and_broadcast(&b)
-                        .for_each(|c, a, b| *c = f(a, b));
-                    Ok(())
+                    let view = c_plain.to_array_view_mut::<bool>()?;
+                    crate::broadcast::zip3(view, a, b, |c, a, b| *c = f(a, b))
                 }
                 dispatch_numbers!(inner(dt)(c, a, b, |a: &_, b: &_| a $cmp b))
             }

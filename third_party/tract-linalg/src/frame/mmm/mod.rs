@@ -894,6 +894,26 @@ unsafe fn chunked_dispatch_rayon<F>(
 where
     F: Fn(usize, usize, usize, usize, usize) -> TractResult<()> + Sync,
 {
+    unsafe {
+        chunked_dispatch_rayon_dyn(pool, n_panels_m, n_panels_n, mr, nr, k, elem, macs, &run_chunk)
+    }
+}
+
+/// [`chunked_dispatch_rayon`] with its closure behind a reference (called once per chunk):
+/// rayon's machinery is compiled once, not once per kernel and caller.
+#[cfg(feature = "multithread-mm")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn chunked_dispatch_rayon_dyn(
+    pool: Option<&rayon::ThreadPool>,
+    n_panels_m: usize,
+    n_panels_n: usize,
+    mr: usize,
+    nr: usize,
+    k: usize,
+    elem: usize,
+    macs: usize,
+    run_chunk: &(dyn Fn(usize, usize, usize, usize, usize) -> TractResult<()> + Sync),
+) -> TractResult<()> {
     use rayon::prelude::*;
     if n_panels_m == 0 || n_panels_n == 0 {
         return Ok(());
