@@ -36,11 +36,11 @@ pub fn zip3<C, A, B>(
     b: ndarray::ArrayViewD<B>,
     mut f: impl FnMut(&mut C, &A, &B),
 ) -> TractResult<()> {
-    let shape = c.shape().to_vec();
-    let a = a.broadcast(&*shape).with_context(|| format!("{:?} does not broadcast to {shape:?}", a.shape()))?;
-    let b = b.broadcast(&*shape).with_context(|| format!("{:?} does not broadcast to {shape:?}", b.shape()))?;
-    let (pc, pa, pb) = (c.as_mut_ptr(), a.as_ptr(), b.as_ptr());
-    for_each_run(&shape, [c.strides(), a.strides(), b.strides()], &mut |[oc, oa, ob], len, [sc, sa, sb]| {
+    let pc = c.as_mut_ptr();
+    let a = broadcast_to(&a, c.shape())?;
+    let b = broadcast_to(&b, c.shape())?;
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    for_each_run(c.shape(), [c.strides(), a.strides(), b.strides()], &mut |[oc, oa, ob], len, [sc, sa, sb]| {
         // SAFETY: `for_each_run` yields runs of elements inside each view's layout.
         unsafe {
             let (c, a, b) = (pc.offset(oc), pa.offset(oa), pb.offset(ob));
@@ -58,10 +58,10 @@ pub fn zip2<C, A>(
     a: ndarray::ArrayViewD<A>,
     mut f: impl FnMut(&mut C, &A),
 ) -> TractResult<()> {
-    let shape = c.shape().to_vec();
-    let a = a.broadcast(&*shape).with_context(|| format!("{:?} does not broadcast to {shape:?}", a.shape()))?;
-    let (pc, pa) = (c.as_mut_ptr(), a.as_ptr());
-    for_each_run(&shape, [c.strides(), a.strides()], &mut |[oc, oa], len, [sc, sa]| {
+    let pc = c.as_mut_ptr();
+    let a = broadcast_to(&a, c.shape())?;
+    let pa = a.as_ptr();
+    for_each_run(c.shape(), [c.strides(), a.strides()], &mut |[oc, oa], len, [sc, sa]| {
         // SAFETY: `for_each_run` yields runs of elements inside each view's layout.
         unsafe {
             let (c, a) = (pc.offset(oc), pa.offset(oa));
@@ -71,6 +71,19 @@ pub fn zip2<C, A>(
         }
     });
     Ok(())
+}
+
+/// `view` broadcast to `shape` (compiled per element type, not per caller).
+fn broadcast_to<'v, T>(
+    view: &'v ndarray::ArrayViewD<'_, T>,
+    shape: &[usize],
+) -> TractResult<ndarray::ArrayViewD<'v, T>> {
+    view.broadcast(shape).ok_or_else(|| does_not_broadcast(view.shape(), shape))
+}
+
+#[inline(never)]
+fn does_not_broadcast(from: &[usize], to: &[usize]) -> TractError {
+    format_err!("{from:?} does not broadcast to {to:?}")
 }
 
 /// Walks `shape` (every operand's strides given, in elements) in runs along its innermost axis
