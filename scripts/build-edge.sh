@@ -5,7 +5,7 @@
 #   Cargo.toml says what each leaves out))
 #   TARGET: aarch64-unknown-linux-musl | thumbv7neon-unknown-linux-gnueabihf (32-bit ARM with
 #           NEON, Thumb-2 code: Raspberry Pi 2/3 OS) | x86_64-unknown-linux-musl
-#   serve: with `tessera serve` (tokio, axum: the serving image); left out by default.
+#   serve: with `tessera serve` (tokio, axum) and SIMD FFTs (the serving image); left out by default.
 # The edge profile also rebuilds the standard library (nightly's -Z build-std, below): it needs
 # the nightly toolchain and its rust-src component.
 # Prints the binary's path last. Needs `rustup target add TARGET` and, for the arm targets,
@@ -22,7 +22,7 @@ profile="${2:-release}"
 features=()
 case "${3:-}" in
 "") ;;
-serve) features=(--features serve) ;;
+serve) features=(--features serve,simd-fft) ;;
 *)
     echo "error: unknown option '$3' (expected: serve)" >&2
     exit 2
