@@ -9,9 +9,12 @@
 #                                         back to a fixed time (scripts/test.sh, before any build)
 #        scripts/third-party.sh update   write the content's hash into the version and relock
 #                                         Cargo.lock and fuzz/Cargo.lock (after changing a crate)
+#        scripts/third-party.sh patch    write third_party/<crate>.patch: the copy against the
+#                                         registry's release (fetched if missing), version aside
 set -euo pipefail
 cd "$(dirname "$0")/.."
-crates=(third_party/tract-core third_party/tract-linalg third_party/tract-nnef)
+crates=(third_party/tract-core third_party/tract-hir third_party/tract-linalg third_party/tract-nnef
+    third_party/tract-onnx-opl)
 # 2000-01-01 UTC: older than any build, so cargo never finds a dated-back file newer than one.
 fixed_mtime=946684800
 # The package's own version line: the manifest's first (in [package]); later ones are its
@@ -42,7 +45,40 @@ expected_version() {
     echo "${version%%+*}+tessera.$(content_hash "$1")"
 }
 
+# The registry's unpacked release of a crate (cargo fetches it in a scratch project if needed).
+registry_copy() {
+    local name="$1" release="$2" found scratch
+    found="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$name-$release" 2>/dev/null | head -1)"
+    if [ -z "$found" ]; then
+        scratch="$(mktemp -d)"
+        cargo new --quiet --lib "$scratch/fetch"
+        printf '%s = "=%s"\n' "$name" "$release" >> "$scratch/fetch/Cargo.toml"
+        (cd "$scratch/fetch" && cargo fetch --quiet)
+        rm -rf "$scratch"
+        found="$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$name-$release" | head -1)"
+    fi
+    echo "$found"
+}
+
 case "${1:-}" in
+patch)
+    for dir in "${crates[@]}"; do
+        name="${dir##*/}"
+        release="$(manifest_version "$dir")"
+        release="${release%%+*}"
+        pristine="$(registry_copy "$name" "$release")"
+        scratch="$(mktemp -d)"
+        cp -r "$pristine" "$scratch/a"
+        cp -r "$dir" "$scratch/b"
+        rm -f "$scratch/a/.cargo-ok"
+        # The version line differs by design (the content's hash): left out of the patch.
+        sed -i "0,/$version_line/{//d}" "$scratch/a/Cargo.toml" "$scratch/b/Cargo.toml"
+        (cd "$scratch" && diff -ruN a b || true) |
+            sed -E -e '/^diff -ruN /d' -e '/^Binary files /d' -e 's#^(---|\+\+\+) ([ab]/[^\t]*)\t.*#\1 \2#' > "$dir.patch"
+        rm -rf "$scratch"
+        echo "$dir.patch: $(grep -c '^+++ ' "$dir.patch") files against $name $release"
+    done
+    ;;
 check)
     for dir in "${crates[@]}"; do
         version="$(manifest_version "$dir")"
@@ -70,7 +106,7 @@ update)
     done
     ;;
 *)
-    echo "usage: scripts/third-party.sh check|update" >&2
+    echo "usage: scripts/third-party.sh check|update|patch" >&2
     exit 2
     ;;
 esac

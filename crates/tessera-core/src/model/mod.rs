@@ -120,6 +120,7 @@ impl Model {
                 ops: unsupported,
             });
         }
+        preflight::check_before_parsing(proto_graph).map_err(Error::InvalidModel)?;
         let dir = dir.map(|d| d.to_string_lossy().into_owned());
         let graph = catch_panic("parsing the model", || {
             let parsed = onnx

@@ -43,6 +43,8 @@ enum Check {
     Perm(Vec<i64>),
     /// The values of input `slot` are dims or repeat counts: none may be negative.
     NonNegative { slot: usize, what: &'static str },
+    /// The values of input `slot` are steps: each must be 1 or more.
+    Positive { slot: usize, what: &'static str },
     /// Pads (attribute, or the values of input 1) that leave no axis of input 0 below zero; with
     /// `edge` or `reflect` padding, pads that the axis can fill (tract indexes past it).
     Pads {
@@ -109,6 +111,32 @@ impl Preflight {
         }
         Ok(Preflight { checks })
     }
+}
+
+/// Attributes tract-onnx's parser itself trusts, checked on the protobuf before it runs (in every
+/// graph, subgraphs included): Scan's `num_scan_inputs` sizes a subtraction there.
+pub fn check_before_parsing(graph: &pb::GraphProto) -> Result<(), String> {
+    let mut found = Ok(());
+    crate::model::info::walk_nodes(graph, &mut |node| {
+        if found.is_err() || node.op_type != "Scan" {
+            return;
+        }
+        let scan_inputs = int(node, "num_scan_inputs", 0);
+        let body_inputs = attribute(node, "body")
+            .and_then(|a| a.g.as_ref())
+            .map_or(0, |body| body.input.len());
+        if scan_inputs < 1
+            || scan_inputs as usize > node.input.len()
+            || scan_inputs as usize > body_inputs
+        {
+            found = Err(format!(
+                "{}: num_scan_inputs {scan_inputs} does not fit its {} inputs and a body of {body_inputs}",
+                describe(node),
+                node.input.len()
+            ));
+        }
+    });
+    found
 }
 
 /// The node as tract names it: its name, else its first output.
@@ -193,6 +221,29 @@ fn node_checks(node: &pb::NodeProto) -> Result<Vec<Check>, String> {
             slot: 1,
             what: "a dim",
         }),
+        "STFT" => checks.push(Check::Positive {
+            slot: 1,
+            what: "a frame step",
+        }),
+        // Opset 1's Slice: starts, ends and axes are attributes, read by tract-onnx's rules
+        // position by position.
+        "Slice" if attribute(node, "starts").is_some() => {
+            let (starts, ends) = (ints(node, "starts").unwrap_or_default(), ints(node, "ends"));
+            let axes = ints(node, "axes");
+            if ends.as_ref().map(Vec::len) != Some(starts.len())
+                || axes.as_ref().is_some_and(|a| a.len() != starts.len())
+            {
+                return Err(format!(
+                    "{}: starts, ends and axes must have as many values",
+                    describe(node)
+                ));
+            }
+            checks.push(Check::Axes {
+                attribute: Some(axes.unwrap_or_else(|| (0..starts.len() as i64).collect())),
+                slot: 0,
+                unsqueeze: false,
+            });
+        }
         // Pads given for some axes only (opset 18's `axes` input) are left to tract's own checks.
         "Pad" if node.input.len() < 4 => checks.push(Check::Pads {
             attribute: ints(node, "pads"),
@@ -201,6 +252,10 @@ fn node_checks(node: &pb::NodeProto) -> Result<Vec<Check>, String> {
                 Some(b"reflect") => Padding::Reflect,
                 _ => Padding::Constant,
             },
+        }),
+        "OneHot" => checks.push(Check::Axis {
+            axis: int(node, "axis", -1),
+            extra: 1,
         }),
         "Gather" | "GatherElements" => {
             let axis = int(node, "axis", 0);
@@ -295,6 +350,14 @@ impl Check {
                     return Err(format!("input {slot} gives {what} of {bad}"));
                 }
             }
+            Check::Positive { slot, what } => {
+                if let Some(bad) = fact(*slot)
+                    .and_then(values)
+                    .and_then(|v| v.into_iter().find(|&v| v < 1))
+                {
+                    return Err(format!("input {slot} gives {what} of {bad}; 1 or more expected"));
+                }
+            }
             Check::Pads { attribute, mode } => {
                 let pads = attribute.clone().or_else(|| fact(1).and_then(values));
                 if let (Some(pads), Some(dims)) = (pads, data.and_then(shape)) {
@@ -353,6 +416,9 @@ impl Check {
                 }
             }
             Check::IndicesNd { batch_dims } => {
+                if fact(1).and_then(rank) == Some(0) {
+                    return Err("indices must have a rank of 1 or more".into());
+                }
                 if let (Some(dims), Some(index_shape), Some(values)) = (
                     data.and_then(shape),
                     fact(1).and_then(shape),

@@ -18,9 +18,13 @@ impl ShapeFact {
     }
 
     fn compute_concrete(&mut self) {
-        assert!(self.dims.iter().all(|d| d.as_i64().map(|d| d >= 0).unwrap_or(true)));
-        self.concrete =
-            self.dims.iter().map(|d| d.as_i64().map(|d| d as usize)).collect::<Option<TVec<_>>>()
+        // A negative dim (a bad model's arithmetic) is not concrete: `TypedModel::wire_node`
+        // refuses it with an error.
+        self.concrete = self
+            .dims
+            .iter()
+            .map(|d| d.as_i64().filter(|d| *d >= 0).map(|d| d as usize))
+            .collect::<Option<TVec<_>>>()
     }
 
     /// Shape of the tensor, unless it has symbolic dimensions.

@@ -115,6 +115,11 @@ impl TypedModel {
             let mut output_facts = op
                 .output_facts(&input_facts)
                 .with_context(|| format!("in output_facts invocation for {name}: {}", op.name()))?;
+            for (ix, fact) in output_facts.iter().enumerate() {
+                if let Some(bad) = fact.shape.iter().find(|d| d.as_i64().is_some_and(|d| d < 0)) {
+                    bail!("{name} ({}): output {ix} has a negative dimension, {bad}", op.name());
+                }
+            }
 
             #[cfg(all(debug_assertions, feature = "paranoid_assertions"))]
             for o in &output_facts {

@@ -516,7 +516,8 @@ impl AxisOp {
         outer_dim: usize,
     ) -> TractResult<TVec<OutletId>> {
         let fact = model.outlet_fact(outlet)?;
-        let dim: TDim = fact.shape[axis].clone();
+        ensure!(outer_dim > 0, "Can not split axis {axis} into 0 groups");
+        let dim: TDim = fact.shape.get(axis).context("wire_split_axis: axis out of range")?.clone();
         let inner_dim = dim.clone() / outer_dim;
         let op = Self::Reshape(axis, tvec!(dim.clone()), tvec!(outer_dim.to_dim(), inner_dim));
         model.wire_node(name.to_string(), op, &[outlet])

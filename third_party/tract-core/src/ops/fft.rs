@@ -90,6 +90,12 @@ impl EvalOp for Fft {
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         let mut tensor = args_1!(inputs).into_tensor();
+        ensure!(
+            self.axis + 1 < tensor.rank(),
+            "FFT axis {} is the complex axis or past it (rank {})",
+            self.axis,
+            tensor.rank()
+        );
         match tensor.datum_type() {
             DatumType::F64 => self.eval_t::<f64>(&mut tensor)?,
             dt @ (DatumType::F16 | DatumType::F32) if dt == NarrowWork::datum_type() => {
@@ -115,6 +121,12 @@ impl TypedOp for Fft {
         anyhow::ensure!(
             inputs[0].shape.last().unwrap() == &2.to_dim(),
             "Fft operators expect inner (last) dimension to be 2 for real and imaginary part"
+        );
+        ensure!(
+            self.axis + 1 < inputs[0].rank(),
+            "FFT axis {} is the complex axis or past it (rank {})",
+            self.axis,
+            inputs[0].rank()
         );
         Ok(tvec!(inputs[0].without_value()))
     }
@@ -192,7 +204,14 @@ impl Stft {
         input: &Tensor,
     ) -> TractResult<Tensor> {
         let rank = input.rank();
-        let frames = (input.shape()[self.axis] - self.frame) / self.stride + 1;
+        let signal = input.shape()[self.axis];
+        ensure!(
+            self.stride > 0 && signal >= self.frame,
+            "STFT: frame {} with step {} on a signal of {signal}",
+            self.frame,
+            self.stride
+        );
+        let frames = (signal - self.frame) / self.stride + 1;
         let mut output_shape: TVec<usize> = input.shape().into();
         output_shape[self.axis] = frames;
         output_shape.insert(self.axis + 1, self.frame);
@@ -285,6 +304,7 @@ impl EvalOp for Stft {
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         let input = args_1!(inputs);
+        ensure!(self.axis + 1 < input.rank(), "STFT axis {} out of range", self.axis);
         let output = match input.datum_type() {
             DatumType::F64 => self.eval_t::<f64>(&input)?,
             dt @ (DatumType::F16 | DatumType::F32) => {
@@ -312,6 +332,16 @@ impl TypedOp for Stft {
             inputs[0].shape.last().unwrap() == &2.to_dim(),
             "Fft operators expect inner (last) dimension to be 2 for real and imaginary part"
         );
+        ensure!(
+            self.axis + 1 < inputs[0].rank(),
+            "STFT axis {} is the complex axis or past it (rank {})",
+            self.axis,
+            inputs[0].rank()
+        );
+        ensure!(self.stride > 0 && self.frame > 0, "STFT frame and step must be positive");
+        if let Some(len) = inputs[0].shape[self.axis].as_i64() {
+            ensure!(len >= self.frame as i64, "STFT frame ({}) longer than the signal ({len})", self.frame);
+        }
         let mut shape = inputs[0].shape.to_tvec();
         let frames = (inputs[0].shape[self.axis].clone() - self.frame) / self.stride + 1;
         shape[self.axis] = frames;

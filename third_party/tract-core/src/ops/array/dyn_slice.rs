@@ -56,6 +56,7 @@ impl EvalOp for DynSlice {
 impl TypedOp for DynSlice {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
         ensure!(inputs.len() == 3);
+        ensure!(self.axis < inputs[0].rank(), "Slice axis {} out of range", self.axis);
         let mut fact = inputs[0].without_value();
         fact.shape.set(self.axis, self.len.clone());
         Ok(tvec!(fact))

@@ -19,6 +19,26 @@ impl Op for Gather {
     op_as_typed_op!();
 }
 
+/// Indices in `-axis_len..axis_len` as offsets along the axis; any other is an error (not an
+/// out-of-range read).
+fn resolve_indices(
+    indices: impl IntoIterator<Item = i64>,
+    axis_len: usize,
+    axis: usize,
+) -> TractResult<TVec<usize>> {
+    indices
+        .into_iter()
+        .map(|i| {
+            let resolved = if i < 0 { i + axis_len as i64 } else { i };
+            ensure!(
+                (0..axis_len as i64).contains(&resolved),
+                "Gather index {i} out of range for axis {axis} of length {axis_len}"
+            );
+            Ok(resolved as usize)
+        })
+        .collect()
+}
+
 impl Gather {
     pub fn new(axis: usize) -> Gather {
         Gather { axis, output_type: None }
@@ -59,12 +79,10 @@ impl Gather {
 
         if can_block_copy {
             let axis_len = data_shape[data_axis];
-            let input_slice = data_view.as_slice().unwrap();
-            let output_slice = &mut output_view.as_slice_mut().unwrap();
-            let resolved: TVec<usize> = indices
-                .iter()
-                .map(|i| if *i < 0 { i + axis_len as i64 } else { *i } as usize)
-                .collect();
+            let input_slice = data_view.as_slice().context("Gather: non-contiguous data")?;
+            let output_slice =
+                &mut output_view.as_slice_mut().context("Gather: non-contiguous output")?;
+            let resolved = resolve_indices(indices.iter().copied(), axis_len, data_axis)?;
             let mut out_offset = 0;
             if block_len == 1 {
                 // Gathering the innermost axis: each block is one datum, so a
@@ -97,7 +115,7 @@ impl Gather {
 
                 let kcoords = &ocoords[self.axis..][..indices.ndim()];
                 let k = indices[kcoords];
-                let k = if k < 0 { k + data_view.shape()[self.axis] as i64 } else { k } as usize;
+                let k = resolve_indices([k], data_view.shape()[self.axis], self.axis)?[0];
                 icoords[0..axis].copy_from_slice(&ocoords[..self.axis]);
                 icoords[self.axis] = k;
                 icoords[self.axis + 1..].clone_from_slice(&ocoords[self.axis + indices.ndim()..]);

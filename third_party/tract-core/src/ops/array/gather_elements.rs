@@ -79,13 +79,27 @@ impl GatherElements {
         let data_view = unsafe { data_plain.to_array_view_unchecked::<T>() };
         let output = match self.eval_contiguous_last_axis::<T>(&data_view, indices)? {
             Some(output) => output,
-            None => ArrayD::<T>::from_shape_fn(indices.shape(), |mut coords| {
-                let index = indices[&coords];
-                coords[self.axis] =
-                    if index < 0 { index + data_view.shape()[self.axis] as i64 } else { index }
-                        as usize;
-                data_view[coords].clone()
-            }),
+            None => {
+                let axis_len = *data_view.shape().get(self.axis).context("GatherElements: axis")?;
+                let mut output = Vec::with_capacity(indices.len());
+                for (mut coords, &index) in indices.indexed_iter() {
+                    let resolved = if index < 0 { index + axis_len as i64 } else { index };
+                    ensure!(
+                        (0..axis_len as i64).contains(&resolved),
+                        "Invalid GatherElements index {index} on axis of len {axis_len}"
+                    );
+                    coords[self.axis] = resolved as usize;
+                    let value = data_view.get(coords).with_context(|| {
+                        format!(
+                            "GatherElements: indices {:?} exceed data {:?} off the axis",
+                            indices.shape(),
+                            data_view.shape()
+                        )
+                    })?;
+                    output.push(value.clone());
+                }
+                ArrayD::from_shape_vec(indices.shape(), output)?
+            }
         };
         let mut tensor = output.into_tensor();
         unsafe { tensor.set_datum_type(data.datum_type()) };

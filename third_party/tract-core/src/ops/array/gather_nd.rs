@@ -13,8 +13,17 @@ impl GatherNd {
         indices_shape: &[D],
     ) -> TractResult<TVec<D>> {
         let mut shape: TVec<D> = indices_shape.into();
-        let n = shape.pop().unwrap().to_usize()?;
-        shape.extend(data_shape[n + self.batch_dims..].iter().cloned());
+        let n = shape.pop().context("GatherND: indices must have a rank of 1 or more")?.to_usize()?;
+        ensure!(
+            self.batch_dims <= shape.len(),
+            "GatherND: batch_dims {} for indices of rank {}",
+            self.batch_dims,
+            indices_shape.len()
+        );
+        let tail = data_shape
+            .get(n + self.batch_dims..)
+            .context("GatherND: index tuples longer than the data's rank")?;
+        shape.extend(tail.iter().cloned());
         Ok(shape)
     }
 
@@ -25,8 +34,14 @@ impl GatherNd {
         indices: &ArrayViewD<i32>,
     ) -> TractResult<()> {
         let batch_dims = self.batch_dims;
-        assert_eq!(output.shape()[..batch_dims], data.shape()[..batch_dims]);
-        assert_eq!(output.shape()[..batch_dims], indices.shape()[..batch_dims]);
+        ensure!(
+            indices.ndim() > batch_dims
+                && data.rank() >= batch_dims
+                && data.shape()[..batch_dims] == indices.shape()[..batch_dims],
+            "GatherND: batch dims differ: data {:?}, indices {:?}",
+            data.shape(),
+            indices.shape()
+        );
         let batch_size = data.shape().iter().take(batch_dims).product();
         let n = indices.shape()[indices.ndim() - 1];
 
@@ -68,8 +83,11 @@ impl GatherNd {
                 coords.index_axis_inplace(Axis(0), ix);
 
                 let mut i = i.view();
-                for x in coords {
-                    i.index_axis_inplace(Axis(0), *x as usize);
+                for &x in coords {
+                    let dim = i.shape().first().copied().unwrap_or(0) as i64;
+                    let resolved = if x < 0 { x as i64 + dim } else { x as i64 };
+                    ensure!((0..dim).contains(&resolved), "GatherND index {x} out of range for an axis of {dim}");
+                    i.index_axis_inplace(Axis(0), resolved as usize);
                 }
 
                 let mut o = output.view_mut();

@@ -28,6 +28,40 @@ impl Pad {
         T: Copy + Datum,
     {
         use tract_ndarray::*;
+        ensure!(self.pads.len() == input_tensor.rank(), "Pad: {} pads for rank {}", self.pads.len(), input_tensor.rank());
+        // ONNX's negative pads crop; they arrive here wrapped (`-1 as usize`).
+        if self.pads.iter().any(|&(a, b)| (a as isize) < 0 || (b as isize) < 0) {
+            ensure!(
+                matches!(self.mode, PadMode::Constant(_)),
+                "Pad: negative pads (crops) are only supported in constant mode"
+            );
+            let mut cropped = input_tensor.to_plain_array_view::<T>()?;
+            for (ax, &(a, b)) in self.pads.iter().enumerate() {
+                let (a, b) = (a as isize, b as isize);
+                let dim = cropped.shape()[ax] as isize;
+                let (start, end) = ((-a).max(0), dim - (-b).max(0));
+                ensure!(start <= end, "Pad: pads ({a}, {b}) crop more than axis #{ax} holds ({dim})");
+                cropped.slice_axis_inplace(Axis(ax), Slice::from(start..end));
+            }
+            let mut cropped = cropped.to_owned().into_tensor();
+            unsafe { cropped.set_datum_type(input_tensor.datum_type()) };
+            let pads = self.pads.iter().map(|&(a, b)| ((a as isize).max(0) as usize, (b as isize).max(0) as usize)).collect();
+            return Pad { pads, mode: self.mode.clone() }.eval_t::<T>(cropped.into_tvalue());
+        }
+        if matches!(self.mode, PadMode::Reflect | PadMode::Edge) {
+            for (ax, (&dim, &(bef, aft))) in input_tensor.shape().iter().zip(&self.pads).enumerate() {
+                if bef + aft == 0 {
+                    continue;
+                }
+                ensure!(dim > 0, "{:?} padding of the empty axis #{ax}", self.mode);
+                if self.mode == PadMode::Reflect {
+                    ensure!(
+                        bef < dim && aft < dim,
+                        "Reflect pads ({bef}, {aft}) must be shorter than axis #{ax} ({dim})"
+                    );
+                }
+            }
+        }
         let input = input_tensor.to_plain_array_view::<T>()?;
         let output_shape: Vec<usize> =
             input.shape().iter().zip(self.pads.iter()).map(|(&d, &(a, b))| d + a + b).collect();

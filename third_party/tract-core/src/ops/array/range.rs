@@ -96,7 +96,15 @@ impl Range {
         let start = start.try_as_plain_ram()?.to_scalar::<T>()?;
         let end = end.try_as_plain_ram()?.to_scalar::<T>()?;
         let step = step.try_as_plain_ram()?.to_scalar::<T>()?;
-        Ok(((end.as_() - start.as_()) / (step.as_())).ceil() as usize)
+        let len = ((end.as_() - start.as_()) / (step.as_())).ceil();
+        ensure!(
+            step.as_() != 0.0 && (len.is_nan() || len < (1u64 << 53) as f64),
+            "Range from {:?} to {:?} by {:?} has no length",
+            start,
+            end,
+            step
+        );
+        Ok(len as usize)
     }
 }
 
@@ -139,6 +147,7 @@ impl TypedOp for Range {
                 let start_tdim = start.try_as_plain_ram()?.to_scalar::<TDim>()?.clone();
                 let end_tdim = end.try_as_plain_ram()?.to_scalar::<TDim>()?;
                 let step = step.cast_to_scalar::<i64>()?;
+                ensure!(step != 0, "Range delta can not be zero");
                 let len = if step < 0 {
                     (start_tdim.clone() - end_tdim).divceil(-step as usize)
                 } else {

@@ -16,6 +16,29 @@ impl Op for ScatterElements {
     op_as_typed_op!();
 }
 
+/// Where the update at `coords` goes in data: `coords` with the index of the same position on
+/// `axis`; an index out of range, or updates reaching past indices or data, is an error.
+fn target(
+    coords: &mut IxDyn,
+    indices: &ArrayViewD<i64>,
+    data_shape: &[usize],
+    axis: usize,
+) -> TractResult<()> {
+    let index = *indices.get(&*coords).context("ScatterElements: updates larger than indices")?;
+    let len = *data_shape.get(axis).context("ScatterElements: axis out of range")? as i64;
+    let resolved = if index < 0 { index + len } else { index };
+    ensure!(
+        (0..len).contains(&resolved),
+        "ScatterElements index {index} out of range for an axis of {len}"
+    );
+    coords[axis] = resolved as usize;
+    ensure!(
+        coords.slice().iter().zip(data_shape).all(|(c, d)| c < d) && coords.ndim() == data_shape.len(),
+        "ScatterElements: updates larger than data {data_shape:?}"
+    );
+    Ok(())
+}
+
 impl ScatterElements {
     unsafe fn eval_t<T: Datum>(
         data: TValue,
@@ -27,9 +50,7 @@ impl ScatterElements {
         let updates_plain = updates.try_as_plain_ram()?;
         let updates_view = unsafe { updates_plain.to_array_view_unchecked::<T>() };
         for (mut coords, value) in updates_view.indexed_iter() {
-            let index = indices[&coords];
-            coords[axis] =
-                if index < 0 { index + data.shape()[axis] as i64 } else { index } as usize;
+            target(&mut coords, indices, data.shape(), axis)?;
             data[coords] = value.clone()
         }
         let mut tensor = data.into_tensor();
@@ -48,9 +69,7 @@ impl ScatterElements {
         let updates_plain = updates.try_as_plain_ram()?;
         let updates_view = unsafe { updates_plain.to_array_view_unchecked::<T>() };
         for (mut coords, value) in updates_view.indexed_iter() {
-            let index = indices[&coords];
-            coords[axis] =
-                if index < 0 { index + data.shape()[axis] as i64 } else { index } as usize;
+            target(&mut coords, indices, data.shape(), axis)?;
             let d = &mut data[coords];
             match reduction {
                 ScatterReduction::Add => *d += value.clone(),
@@ -78,6 +97,13 @@ impl TypedOp for ScatterElements {
     as_op!();
 
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        ensure!(
+            self.axis < inputs[0].rank() && inputs[0].rank() == inputs[1].rank(),
+            "ScatterElements: axis {} and indices of rank {} for data of rank {}",
+            self.axis,
+            inputs[1].rank(),
+            inputs[0].rank()
+        );
         Ok(tvec!(inputs[0].datum_type.fact(inputs[0].shape.clone())))
     }
 }

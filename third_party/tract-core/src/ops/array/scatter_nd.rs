@@ -47,12 +47,23 @@ impl Op for ScatterNd {
     op_as_typed_op!();
 }
 
+/// ScatterND's shapes: index tuples no longer than the data's rank, updates shaped as the
+/// indices' leading axes followed by the data's axes past the tuple.
+fn check_shapes(data: &[usize], indices: &[usize], updates: &[usize]) -> TractResult<()> {
+    let (k, lead) = indices.split_last().context("ScatterND: indices must have a rank of 1 or more")?;
+    ensure!(*k <= data.len(), "ScatterND: index tuples of {k} for data of rank {}", data.len());
+    let expected: TVec<usize> = lead.iter().chain(&data[*k..]).copied().collect();
+    ensure!(updates == &*expected, "ScatterND: updates of shape {updates:?}, {expected:?} expected");
+    Ok(())
+}
+
 impl ScatterNd {
     unsafe fn eval_t<T: Datum>(
         data: &mut Tensor,
         indices: &ArrayViewD<i64>,
         updates: &TValue,
     ) -> TractResult<()> {
+        check_shapes(data.shape(), indices.shape(), updates.shape())?;
         let mut data = unsafe { data.to_array_view_mut_unchecked::<T>() };
         let updates_plain = updates.try_as_plain_ram()?;
         let updates_view = unsafe { updates_plain.to_array_view_unchecked::<T>() };
@@ -85,6 +96,7 @@ impl ScatterNd {
         updates: &TValue,
         reduction: ScatterReduction,
     ) -> TractResult<()> {
+        check_shapes(data.shape(), indices.shape(), updates.shape())?;
         let mut data = unsafe { data.to_array_view_mut_unchecked::<T>() };
         let updates_plain = updates.try_as_plain_ram()?;
         let updates_view = unsafe { updates_plain.to_array_view_unchecked::<T>() };
@@ -97,6 +109,12 @@ impl ScatterNd {
             }
             let mut data = data.view_mut();
             for x in indices_into_data {
+                let dim = data.shape().first().copied().unwrap_or(0);
+                ensure!(
+                    *x >= 0 && (*x as usize) < dim,
+                    "ScatterND index {x} out of bounds for data shape {:?}",
+                    data.shape()
+                );
                 data.index_axis_inplace(Axis(0), *x as usize);
             }
             Zip::from(&mut data).and(&updates).for_each(|d, u| match reduction {
@@ -128,6 +146,9 @@ impl ScatterNd {
 /// scatter writes exactly `data[.., start..start + len, ..]` once, in order.
 fn scattered_block(tuples: &[i64], data_shape: &[usize]) -> Option<(usize, usize, usize)> {
     let rank = data_shape.len();
+    if rank == 0 {
+        return None;
+    }
     let count = tuples.len() / rank;
     if count == 0 {
         return None;

@@ -81,6 +81,7 @@ fn eval_slice(input: &Tensor, axis: usize, start: usize, end: usize) -> TractRes
 impl TypedOp for Slice {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
         anyhow::ensure!(inputs.len() == 1, "Slice has one single input");
+        ensure!(self.axis < inputs[0].rank(), "Slice axis {} out of range", self.axis);
         if let (Some(start), Some(end), Some(len)) =
             (self.start.as_usize(), self.end.as_usize(), inputs[0].shape[self.axis].as_usize())
         {

@@ -21,6 +21,7 @@ pub struct Dim {
 
 impl Dim {
     pub fn soft_len(&self) -> TractResult<TDim> {
+        ensure!(self.stride != 0, "Slice step can not be zero");
         if let Some(len) = (self.end.clone() - &self.begin).as_i64() {
             Ok((((self.stride.abs() - 1) + len.abs() as i32) / self.stride.abs()).to_dim())
         } else if self.stride == 1 {
@@ -74,6 +75,7 @@ impl StridedSlice {
         };
 
         let stride = strides.get(ix).cloned().unwrap_or(1);
+        ensure!(stride != 0, "Slice step can not be zero (axis #{ix})");
 
         // deal with negative indexing
         fn fix_negative(bound: &mut TDim, dim: &TDim) {
@@ -181,11 +183,16 @@ impl StridedSlice {
                 .as_ref()
                 .context("StridedSlice is typable only if axis is a const")?
                 .cast_to::<i32>()?;
+            let rank = input_shape.rank() as i32;
             axes.try_as_plain_ram()?
                 .as_slice::<i32>()?
                 .iter()
-                .map(|&i| if i < 0 { input_shape.rank() as i32 + i } else { i } as usize)
-                .collect()
+                .map(|&i| {
+                    let axis = if i < 0 { rank + i } else { i };
+                    ensure!((0..rank).contains(&axis), "Slice axis {i} out of range for rank {rank}");
+                    Ok(axis as usize)
+                })
+                .collect::<TractResult<_>>()?
         } else {
             (0..input_shape.rank()).collect()
         };
@@ -213,7 +220,9 @@ impl StridedSlice {
                         [wire].as_ref(),
                     )?[0];
                 }
-            } else if strides[ix] == 1 {
+            } else if strides.get(ix).copied().unwrap_or(1) != 1 {
+                bail!("Slice with bounds known only at run time and a step other than 1");
+            } else {
                 let left = target.wire_node(
                     format!("{prefix}.slice-axis-{axis}-start"),
                     crate::ops::array::Slice::new(0, ix, ix + 1),

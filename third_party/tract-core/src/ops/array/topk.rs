@@ -30,7 +30,10 @@ impl EvalOp for Topk {
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         let (input, k) = args_2!(inputs);
         let mut output_shape: TVec<usize> = input.shape().into();
-        let k = k.cast_to_scalar::<i64>()? as usize;
+        let k = k.cast_to_scalar::<i64>()?;
+        let len = *input.shape().get(self.axis).context("TopK axis out of range")?;
+        ensure!(k >= 0 && k as usize <= len, "TopK: K={k} out of range for an axis of {len}");
+        let k = k as usize;
         output_shape[self.axis] = k;
         let dt = input.datum_type();
         let mut output_values = Tensor::zero_dt(dt, &output_shape)?;
@@ -92,6 +95,12 @@ impl Topk {
 
 impl TypedOp for Topk {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        ensure!(
+            self.axis < inputs[0].rank(),
+            "TopK axis {} out of range for rank {}",
+            self.axis,
+            inputs[0].rank()
+        );
         let mut fact_values = inputs[0].without_value();
         let mut fact_indices = inputs[0].without_value();
         let k: TDim = if let Some(k) = &inputs[1].konst {

@@ -18,6 +18,7 @@ impl EvalOp for Trilu {
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         let (input, k) = args_2!(inputs);
+        ensure!(input.rank() >= 2, "Trilu needs an input of rank 2 or more, got {:?}", input.shape());
         let mut input = input.into_tensor();
         let k = *k.try_as_plain_ram()?.to_scalar::<i64>()?;
         fn eval_t<T: Datum>(tensor: &mut Tensor, upper: bool, k: i64) -> TractResult<()> {
@@ -27,10 +28,10 @@ impl EvalOp for Trilu {
                 let row = coords[view.ndim() - 2] as i64;
                 let col = coords[view.ndim() - 1] as i64;
                 if upper {
-                    if col < row + k {
+                    if col < row.saturating_add(k) {
                         view[coords] = T::default();
                     }
-                } else if col > row + k {
+                } else if col > row.saturating_add(k) {
                     view[coords] = T::default();
                 }
             }
@@ -43,6 +44,7 @@ impl EvalOp for Trilu {
 
 impl TypedOp for Trilu {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        ensure!(inputs[0].rank() >= 2, "Trilu needs an input of rank 2 or more, got {:?}", inputs[0]);
         Ok(tvec!(inputs[0].without_value()))
     }
 

@@ -69,12 +69,14 @@ impl PaddingSpec {
     ) -> TVec<ComputedPaddedDim<D>> {
         (0..input_spatial_shape.len())
             .map(|d| {
+                // Attributes of the wrong length are refused by `PoolSpec::validate`; callers
+                // that have not validated yet (inference rules) get a shape, not a panic.
                 self.compute_one(
                     d,
                     &input_spatial_shape[d],
-                    kernel_spatial_shape[d],
-                    dilations[d],
-                    strides[d],
+                    kernel_spatial_shape.get(d).copied().unwrap_or(1),
+                    dilations.get(d).copied().unwrap_or(1),
+                    strides.get(d).copied().unwrap_or(1),
                 )
             })
             .collect()
@@ -88,7 +90,20 @@ impl PaddingSpec {
         strides: &[usize],
         adjustments: &[usize],
     ) -> TractResult<TVec<ComputedPaddedDim<D>>> {
-        (0..conv_spatial_shape.len())
+        let rank = conv_spatial_shape.len();
+        ensure!(
+            [kernel_spatial_shape.len(), dilations.len(), strides.len(), adjustments.len()]
+                .iter()
+                .all(|&len| len == rank),
+            "kernel {kernel_spatial_shape:?}, dilations {dilations:?}, strides {strides:?} and \
+             output padding {adjustments:?} must each have {rank} values (the spatial rank)"
+        );
+        ensure!(
+            kernel_spatial_shape.iter().chain(dilations).chain(strides).all(|&v| v > 0),
+            "kernel {kernel_spatial_shape:?}, dilations {dilations:?}, strides {strides:?}: \
+             a zero"
+        );
+        (0..rank)
             .map(|d| {
                 self.compute_one_for_deconv(
                     d,
@@ -110,13 +125,16 @@ impl PaddingSpec {
         dilation: usize,
         stride: usize,
     ) -> ComputedPaddedDim<D> {
+        // Zeros are refused by `PoolSpec::validate`; total here for the callers before it.
+        let (kernel, dilation, stride) = (kernel.max(1), dilation.max(1), stride.max(1));
+        let pad = |pads: &[usize]| pads.get(axis).copied().unwrap_or(0);
         match self {
             Valid => Self::valid(input, kernel, dilation, stride),
             Explicit(bef, aft) => {
-                Self::explicit(input, kernel, dilation, stride, bef[axis], aft[axis])
+                Self::explicit(input, kernel, dilation, stride, pad(bef), pad(aft))
             }
             ExplicitOnnxPool(bef, aft, ceil_mode) => Self::explicit_onnx_pool(
-                input, kernel, dilation, stride, bef[axis], aft[axis], *ceil_mode,
+                input, kernel, dilation, stride, pad(bef), pad(aft), *ceil_mode,
             ),
             SameUpper => Self::same(input, kernel, dilation, stride, true),
             SameLower => Self::same(input, kernel, dilation, stride, false),
@@ -132,6 +150,13 @@ impl PaddingSpec {
         stride: usize,
         adjustment: usize,
     ) -> TractResult<ComputedPaddedDim<D>> {
+        ensure!(kernel > 0 && dilation > 0 && stride > 0, "kernel, dilation and stride must be positive");
+        if let Explicit(bef, aft) | ExplicitOnnxPool(bef, aft, _) = self {
+            ensure!(
+                axis < bef.len() && axis < aft.len(),
+                "pads {bef:?} / {aft:?} have no value for spatial axis {axis}"
+            );
+        }
         match self {
             Valid => Self::valid_for_deconv(input, kernel, dilation, stride, adjustment),
             SameUpper => Self::same_for_deconv(input, kernel, dilation, stride, adjustment, true),
@@ -272,6 +297,12 @@ impl PaddingSpec {
         adjustment: usize,
     ) -> TractResult<ComputedPaddedDim<D>> {
         let kernel_field = (kernel - 1) * dilation + 1;
+        if let Some(c) = convoluted.as_usize() {
+            ensure!(
+                c > 0 && (c - 1) * stride + kernel_field + adjustment >= bef + aft,
+                "pads ({bef}, {aft}) exceed the transposed convolution's output of an axis of {c}"
+            );
+        }
         let deconvoluted =
             (convoluted.clone() - 1) * stride + kernel_field - bef - aft + adjustment;
         Ok(ComputedPaddedDim::new(deconvoluted, convoluted.clone(), bef.into(), aft.into()))

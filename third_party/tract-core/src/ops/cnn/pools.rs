@@ -32,7 +32,7 @@ impl PoolSpec {
     }
 
     pub fn dilation(&self, geo_axis: usize) -> usize {
-        self.dilations.as_ref().map(|d| d[geo_axis]).unwrap_or(1)
+        self.dilations.as_ref().and_then(|d| d.get(geo_axis).copied()).unwrap_or(1)
     }
 
     pub fn dilations(&self) -> Cow<'_, [usize]> {
@@ -42,7 +42,7 @@ impl PoolSpec {
     }
 
     pub fn stride(&self, geo_axis: usize) -> usize {
-        self.strides.as_ref().map(|s| s[geo_axis]).unwrap_or(1)
+        self.strides.as_ref().and_then(|s| s.get(geo_axis).copied()).unwrap_or(1)
     }
 
     pub fn strides(&self) -> Cow<'_, [usize]> {
@@ -55,8 +55,42 @@ impl PoolSpec {
         self.padding.compute(input_hw, &self.kernel_shape, &self.dilations(), &self.strides())
     }
 
+    /// The attributes against the input's spatial rank: every length equal to it, no zero.
+    /// Every `output_shape` (Conv's, the pools') runs it before any geometry is computed.
+    pub fn validate(&self, hw_rank: usize) -> TractResult<()> {
+        let rank = self.rank();
+        ensure!(
+            hw_rank == rank && rank > 0,
+            "kernel_shape {:?} has {rank} spatial axes, the input {hw_rank}",
+            self.kernel_shape
+        );
+        ensure!(
+            self.kernel_shape.iter().all(|&k| k > 0),
+            "kernel_shape {:?} has a zero",
+            self.kernel_shape
+        );
+        for (what, values) in [("strides", &self.strides), ("dilations", &self.dilations)] {
+            if let Some(values) = values {
+                ensure!(
+                    values.len() == rank && values.iter().all(|&v| v > 0),
+                    "{what} {values:?}: {rank} positive values expected"
+                );
+            }
+        }
+        if let PaddingSpec::Explicit(bef, aft) | PaddingSpec::ExplicitOnnxPool(bef, aft, _) =
+            &self.padding
+        {
+            ensure!(
+                bef.len() == rank && aft.len() == rank,
+                "pads {bef:?} / {aft:?}: {rank} values before and after expected"
+            );
+        }
+        Ok(())
+    }
+
     pub fn output_shape<D: DimLike>(&self, input: &[D]) -> TractResult<BaseDataShape<D, TVec<D>>> {
         let ishape: BaseDataShape<D, TVec<D>> = self.data_format.shape(input.into())?;
+        self.validate(ishape.hw_rank())?;
         ensure!(ishape.c().to_dim() == self.input_channels.to_dim());
         let computed = self.computed_padding(ishape.hw_dims());
         let spatial_dims = computed.into_iter().map(|d| d.convoluted).collect::<TVec<D>>();

@@ -54,6 +54,7 @@ impl EvalOp for Downsample {
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         let input = args_1!(inputs);
+        ensure!(self.stride != 0 && self.axis < input.rank(), "Downsample: zero stride or bad axis");
         unsafe {
             let t = if self.modulo > input.shape()[self.axis] {
                 let mut shape: TVec<usize> = input.shape().into();
@@ -87,6 +88,7 @@ impl EvalOp for Downsample {
 impl TypedOp for Downsample {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
         ensure!(self.axis < inputs[0].rank());
+        ensure!(self.stride != 0, "Downsample stride can not be zero");
         ensure!(
             self.modulo == 0 || self.stride > 0,
             "non-zero modulo is only defined with forward strides"

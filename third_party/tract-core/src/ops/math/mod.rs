@@ -147,9 +147,33 @@ bin_to_super_type!(mul, Mul,
                    [TDim] => |c, a, b| *c = a.clone() * b
 );
 
+/// Integer division and remainder by zero panic in Rust: a divisor tensor holding a zero is an
+/// error instead (TDim divisors are cast to i32 by the ops below, so they are checked too).
+fn ensure_no_zero_divisor(b: &Tensor) -> TractResult<()> {
+    let dt = b.datum_type();
+    if dt == TDim::datum_type() {
+        let dims = b.try_as_plain_ram()?;
+        ensure!(
+            !dims.as_slice::<TDim>()?.iter().any(|d| d.as_i64() == Some(0)),
+            "Division by zero"
+        );
+    } else if dt.is_integer() {
+        let b = b.cast_to::<i64>()?;
+        ensure!(
+            !b.try_as_plain_ram()?.as_slice::<i64>()?.contains(&0),
+            "Integer division by zero"
+        );
+    }
+    Ok(())
+}
+
 bin_to_super_type!(div, Div,
 cost: |dt| tvec!((Cost::Div(dt), 1)),
 declutter: declutter_div,
+eval_in_a: |_a: &mut Tensor, b: &Tensor| -> TractResult<bool> {
+    ensure_no_zero_divisor(b)?;
+    Ok(false)
+},
 eval_override: |a:TValue, b: TValue, c_dt: DatumType| -> TractResult<Tensor> {
     if
         a.datum_type() == TDim::datum_type() && b.datum_type() == TDim::datum_type() {
@@ -197,6 +221,7 @@ eval_override: |a:TValue, b: TValue, c_dt: DatumType| -> TractResult<Tensor> {
 is_commutative: false,
 neutral_element: 1,
 out_of_place: |c:&mut Tensor, a:&Tensor, b: &Tensor| -> TractResult<bool> {
+    ensure_no_zero_divisor(b)?;
     if c.datum_type() == TDim::datum_type() &&
         a.datum_type() == TDim::datum_type() && b.datum_type() == TDim::datum_type() {
             let a = a.to_plain_array_view::<TDim>()?;
@@ -221,14 +246,19 @@ out_of_place: |c:&mut Tensor, a:&Tensor, b: &Tensor| -> TractResult<bool> {
 q_op_on_f32: |a: f32, b: f32| a / b,
 // Rust checks division overflow in every profile, not just where overflow-checks is on, so
 // `MIN / -1` panics even in release. Wrap it, as Mul above already does with wrapping_mul, and
-// as onnx.reference and ONNX Runtime both do. A zero divisor still panics; the references
-// disagree on what it should produce, so that is left alone.
+// as onnx.reference and ONNX Runtime both do. A zero divisor is an error
+// (`ensure_no_zero_divisor`, in every entry point that reaches these loops).
 [i8, i16, i32, i64, u8, u16, u32, u64] => |c, a, b| *c = a.wrapping_div(*b),
 [f32, f16, f64] => |c, a, b| *c = a.clone() / b
 );
 
 bin_to_super_type!(rem, Rem,
+                                      eval_in_a: |_a: &mut Tensor, b: &Tensor| -> TractResult<bool> {
+                                          ensure_no_zero_divisor(b)?;
+                                          Ok(false)
+                                      },
                                       eval_override: |a:TValue, b: TValue, c_dt: DatumType| -> TractResult<Tensor> {
+                                          ensure_no_zero_divisor(&b)?;
                                           if
                                               a.datum_type() == TDim::datum_type() && b.datum_type() == TDim::datum_type() {
                                                   let a = a.to_plain_array_view::<TDim>()?;
@@ -247,6 +277,7 @@ bin_to_super_type!(rem, Rem,
                                               }
                                       },
                                       out_of_place: |c:&mut Tensor, a:&Tensor, b: &Tensor| -> TractResult<bool> {
+                                          ensure_no_zero_divisor(b)?;
                                           if c.datum_type() == TDim::datum_type() &&
                                               a.datum_type() == TDim::datum_type() && b.datum_type() == TDim::datum_type() {
                                                   let a = a.to_plain_array_view::<TDim>()?;

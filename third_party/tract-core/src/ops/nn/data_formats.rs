@@ -25,6 +25,12 @@ impl DataFormat {
         D: DimLike,
         S: AsRef<[D]> + fmt::Debug,
     {
+        // The accessors below index unchecked: the N (if any) and C axes must exist.
+        let min_rank = 1 + self.has_n() as usize;
+        ensure!(
+            shape.as_ref().len() >= min_rank,
+            "{self:?} data needs a rank of {min_rank} or more, got a shape {shape:?}"
+        );
         let mut strides: TVec<D> = tvec![D::one()];
         for dim in shape.as_ref().iter().skip(1).rev() {
             let previous = strides.last().unwrap().clone();
@@ -182,7 +188,7 @@ where
 
     #[inline]
     pub fn h_stride(&self) -> &D {
-        unsafe { self.hw_strides().get_unchecked(0) }
+        self.hw_strides().first().unwrap_or_else(|| self.c_stride())
     }
 
     #[inline]
@@ -192,7 +198,7 @@ where
 
     #[inline]
     pub fn w_stride(&self) -> &D {
-        unsafe { self.hw_strides().get_unchecked(self.hw_rank() - 1) }
+        self.hw_strides().last().unwrap_or_else(|| self.c_stride())
     }
 
     #[inline]

@@ -78,6 +78,19 @@ impl GridSample {
         if self.align_corners { (0.0, size as f32 - 1.0) } else { (-0.5, size as f32 - 0.5) }
     }
 
+    /// Input [N, C, spatial..] and grid [N, spatial.., rank - 2]; bicubic is 2-D only.
+    fn check_ranks(&self, x_rank: usize, grid_rank: usize) -> TractResult<()> {
+        ensure!(
+            x_rank >= 3 && grid_rank == x_rank,
+            "GridSample: input of rank {x_rank} and grid of rank {grid_rank}"
+        );
+        ensure!(
+            self.mode != InterpolationMode::Bicubic || x_rank == 4,
+            "GridSample: bicubic interpolation is 2-D only"
+        );
+        Ok(())
+    }
+
     fn pixel_at_nd(
         &self,
         x: &tract_ndarray::ArrayViewD<'_, f32>,
@@ -86,6 +99,9 @@ impl GridSample {
         coords: &[isize],
         spatial_sizes: &[usize],
     ) -> f32 {
+        if spatial_sizes.contains(&0) {
+            return 0.0;
+        }
         match self.padding_mode {
             PaddingMode::Zeros => {
                 for (&c, &s) in coords.iter().zip(spatial_sizes.iter()) {
@@ -264,6 +280,7 @@ impl EvalOp for GridSample {
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         let (x, grid) = args_2!(inputs);
+        self.check_ranks(x.rank(), grid.rank())?;
         let input_dt = x.datum_type();
         let x_tensor = x.into_tensor();
         let x_cow = x_tensor.cast_to::<f32>()?;
@@ -314,6 +331,7 @@ impl TypedOp for GridSample {
         let x_shape = &inputs[0].shape;
         let grid_shape = &inputs[1].shape;
         let rank = x_shape.len();
+        self.check_ranks(rank, grid_shape.len())?;
 
         let mut output_shape: TVec<TDim> = tvec![x_shape[0].clone(), x_shape[1].clone()];
         for d in 1..rank - 1 {

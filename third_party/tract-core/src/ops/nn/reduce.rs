@@ -253,7 +253,10 @@ impl Reducer {
                     .map(|(idx, dim)| if idx != axis { *dim } else { 1 })
                     .collect_vec();
 
-                output = Some(if let Some(full) = input_view.as_slice() {
+                output = Some(if reduced_dim == 0 {
+                    // A sum over nothing: rows of length 0 cannot be counted by dividing.
+                    ArrayD::from_elem(output_shape, T::zero())
+                } else if let Some(full) = input_view.as_slice() {
                     // Whole input is C-contiguous and `axis` is the last axis,
                     // so it lays out as [n_rows, reduced_dim] row-major: sum
                     // each row in one pass. Rows split across threads while

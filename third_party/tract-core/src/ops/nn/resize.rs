@@ -227,7 +227,7 @@ pub fn plan_axis(
             if exclude_outside && (raw < 0 || raw >= len_in as isize) {
                 *tap = 0.0;
             }
-            plan.indices[x * window + k] = raw.clamp(0, len_in as isize - 1) as usize;
+            plan.indices[x * window + k] = raw.clamp(0, (len_in as isize - 1).max(0)) as usize;
         }
         if exclude_outside {
             let sum: f32 = taps.iter().sum();
@@ -411,6 +411,7 @@ impl EvalOp for Resize {
             if len_in == len_out && scale == 1.0 {
                 continue;
             }
+            ensure!(len_in > 0 || len_out == 0, "Resize: can not resample the empty axis #{axis} to {len_out}");
             let plan = self.plan_axis(scale, len_in, len_out);
             let mut resampled = vec![0f32; data.len() / len_in * len_out];
             resample_axis(&data, &shape, axis, &plan, 0.0, &mut resampled);
@@ -537,6 +538,9 @@ fn nearest_hw_f32(
     }
     let h = input.shape()[input.rank() - 2];
     let w = input.shape()[input.rank() - 1];
+    if h == 0 || w == 0 {
+        return Ok(None);
+    }
     let planes = input.len() / (h * w);
     let mut output = unsafe { Tensor::uninitialized::<f32>(out_shape)? };
     unsafe {

@@ -43,9 +43,11 @@ pub fn adjustments(
     debug_assert_eq!(pool_spec.rank(), output_geo.len());
     let rank = pool_spec.rank();
     let pad: TVec<usize> = match &pool_spec.padding {
-        PaddingSpec::Explicit(beg, end) => (0..rank).map(|r| beg[r] + end[r]).collect(),
+        PaddingSpec::Explicit(beg, end) if beg.len() == rank && end.len() == rank => {
+            (0..rank).map(|r| beg[r] + end[r]).collect()
+        }
         PaddingSpec::Valid => tvec!(0; rank),
-        pad => todo!("Unsupported padding in deconvolution arguments {pad:?}"),
+        pad => bail!("ConvTranspose output_shape is not supported with padding {pad:?}"),
     };
     let strides = pool_spec.strides();
     let dilations = pool_spec.dilations();
@@ -58,8 +60,11 @@ pub fn adjustments(
         pad,
     )
     .map(|(x, k, y, s, d, p)| {
-        let adj = y.to_usize()? + p - s * (x.to_usize()? - 1) - (k.to_usize()? - 1) * d - 1;
-        Ok(adj)
+        let (x, y, k) = (x.to_usize()?, y.to_usize()?, k.to_usize()?);
+        ensure!(x > 0 && k > 0, "ConvTranspose: an empty input or kernel axis");
+        (y + p).checked_sub(s * (x - 1) + (k - 1) * d + 1).with_context(|| {
+            format!("ConvTranspose output_shape {y} is smaller than the smallest output")
+        })
     })
     .collect::<TractResult<TVec<usize>>>()
 }

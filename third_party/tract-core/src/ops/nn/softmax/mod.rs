@@ -348,8 +348,11 @@ fn softmax_inner<T: Float + Datum + std::iter::Sum, D: Dimension>(
     mut view: ArrayViewMut<T, D>,
     kind: SoftmaxKind,
 ) {
-    let max =
-        *view.iter().max_by(|i, j| i.partial_cmp(j).unwrap_or(std::cmp::Ordering::Less)).unwrap();
+    // An empty axis has nothing to normalise.
+    let Some(&max) = view.iter().max_by(|i, j| i.partial_cmp(j).unwrap_or(std::cmp::Ordering::Less))
+    else {
+        return;
+    };
     view.mapv_inplace(|x| x - max);
     let exp_sum = view.iter().map(|&x| x.exp()).sum();
     match kind {
