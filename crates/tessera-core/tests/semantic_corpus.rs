@@ -78,9 +78,16 @@ fn valid_edge_cases_of_the_corpus_run() {
         assert_eq!(y.as_slice::<f32>().unwrap(), [1.0; 4], "{name}");
     }
     // Sums over an empty last axis are zeros; the f64 softmax of nothing is nothing.
-    for name in ["reduce_sum_empty_last_axis", "reduce_sum_square_empty_last_axis", "reduce_l2_empty_last_axis"] {
+    for name in [
+        "reduce_sum_empty_last_axis",
+        "reduce_sum_square_empty_last_axis",
+        "reduce_l2_empty_last_axis",
+    ] {
         let y = &outputs(name)[0];
-        assert!(y.as_slice::<f32>().unwrap().iter().all(|&v| v == 0.0), "{name}: {y:?}");
+        assert!(
+            y.as_slice::<f32>().unwrap().iter().all(|&v| v == 0.0),
+            "{name}: {y:?}"
+        );
     }
     outputs("reduce_mean_empty_last_axis");
     assert_eq!(outputs("softmax_f64_empty_axis")[0].shape(), [2, 0]);

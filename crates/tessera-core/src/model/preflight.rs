@@ -355,7 +355,9 @@ impl Check {
                     .and_then(values)
                     .and_then(|v| v.into_iter().find(|&v| v < 1))
                 {
-                    return Err(format!("input {slot} gives {what} of {bad}; 1 or more expected"));
+                    return Err(format!(
+                        "input {slot} gives {what} of {bad}; 1 or more expected"
+                    ));
                 }
             }
             Check::Pads { attribute, mode } => {
