@@ -1208,6 +1208,108 @@ fn fuse_elementwise_chain(
     Ok(Some(patch))
 }
 
+/// Tessera: the element types whose binary loops are compiled into each op (f32 and f16, which
+/// the models' own arithmetic uses). The integer, f64, bool and TDim loops are shared by every op
+/// of a type, calling the op's element function through a pointer: they carry shape arithmetic
+/// and rare data, and per op they were most of the ops' code (each op compiled four loops for
+/// each of about twelve types).
+#[doc(hidden)]
+#[inline(always)]
+pub fn loops_per_op<T: 'static>() -> bool {
+    use std::any::TypeId;
+    TypeId::of::<T>() == TypeId::of::<f32>() || TypeId::of::<T>() == TypeId::of::<f16>()
+}
+
+/// `c = cab(a, b)` element by element, over threads by chunks.
+#[doc(hidden)]
+#[inline(always)]
+pub fn same_shape_loop<T: Datum>(
+    c: &mut [T],
+    a: &[T],
+    b: &[T],
+    cab: fn(&mut T, &T, &T),
+) -> TractResult<()> {
+    ensure!(c.len() == a.len() && c.len() == b.len());
+    let len = c.len();
+    tract_linalg::multithread::par_chunks_mut(c, 1, len, |first_row, c_chunk| {
+        let n = c_chunk.len();
+        let a_chunk = &a[first_row..first_row + n];
+        let b_chunk = &b[first_row..first_row + n];
+        for ((cv, av), bv) in c_chunk.iter_mut().zip(a_chunk.iter()).zip(b_chunk.iter()) {
+            cab(cv, av, bv);
+        }
+        Ok(())
+    })
+}
+
+/// [`same_shape_loop`] compiled once per element type (the op's function behind a pointer).
+#[doc(hidden)]
+#[inline(never)]
+pub fn same_shape_loop_shared<T: Datum>(
+    c: &mut [T],
+    a: &[T],
+    b: &[T],
+    cab: fn(&mut T, &T, &T),
+) -> TractResult<()> {
+    same_shape_loop(c, a, b, std::hint::black_box(cab))
+}
+
+/// `a = cab(a, b)` element by element, over threads by chunks.
+#[doc(hidden)]
+#[inline(always)]
+pub fn same_shape_loop_in_a<T: Datum>(
+    a: &mut [T],
+    b: &[T],
+    cab: fn(&mut T, &T, &T),
+) -> TractResult<()> {
+    ensure!(a.len() == b.len());
+    let len = a.len();
+    tract_linalg::multithread::par_chunks_mut(a, 1, len, |first_row, a_chunk| {
+        let n = a_chunk.len();
+        let b_chunk = &b[first_row..first_row + n];
+        for (av, bv) in a_chunk.iter_mut().zip(b_chunk.iter()) {
+            cab(av, &av.clone(), bv);
+        }
+        Ok(())
+    })
+}
+
+/// [`same_shape_loop_in_a`] compiled once per element type.
+#[doc(hidden)]
+#[inline(never)]
+pub fn same_shape_loop_in_a_shared<T: Datum>(
+    a: &mut [T],
+    b: &[T],
+    cab: fn(&mut T, &T, &T),
+) -> TractResult<()> {
+    same_shape_loop_in_a(a, b, std::hint::black_box(cab))
+}
+
+/// `c = cab(a, b)` with `a` and `b` broadcast to `c`, compiled once per element type.
+#[doc(hidden)]
+#[inline(never)]
+pub fn broadcast_loop_shared<T: Datum>(
+    c: ndarray::ArrayViewMutD<T>,
+    a: ndarray::ArrayViewD<T>,
+    b: ndarray::ArrayViewD<T>,
+    cab: fn(&mut T, &T, &T),
+) -> TractResult<()> {
+    let cab = std::hint::black_box(cab);
+    crate::broadcast::zip3(c, a, b, cab)
+}
+
+/// `a = cab(a, b)` with `b` broadcast to `a`, compiled once per element type.
+#[doc(hidden)]
+#[inline(never)]
+pub fn broadcast_loop_in_a_shared<T: Datum>(
+    a: ndarray::ArrayViewMutD<T>,
+    b: ndarray::ArrayViewD<T>,
+    cab: fn(&mut T, &T, &T),
+) -> TractResult<()> {
+    let cab = std::hint::black_box(cab);
+    crate::broadcast::zip2(a, b, |a, b| cab(a, &a.clone(), b))
+}
+
 #[macro_export]
 macro_rules! bin_to_super_type {
     ($func:ident, $Op:ident,
@@ -1249,18 +1351,11 @@ macro_rules! bin_to_super_type {
                                 let b_slice = b_plain.as_slice::<$typ>()?;
                                 let mut c_plain = c.try_as_plain_ram_mut()?;
                                 let c_slice = c_plain.as_slice_mut::<$typ>()?;
-                                debug_assert_eq!(c_slice.len(), a_slice.len());
-                                debug_assert_eq!(c_slice.len(), b_slice.len());
-                                let len = c_slice.len();
-                                tract_linalg::multithread::par_chunks_mut(c_slice, 1, len, |first_row, c_chunk| {
-                                    let n = c_chunk.len();
-                                    let a_chunk = &a_slice[first_row..first_row + n];
-                                    let b_chunk = &b_slice[first_row..first_row + n];
-                                    for ((cv, av), bv) in c_chunk.iter_mut().zip(a_chunk.iter()).zip(b_chunk.iter()) {
-                                        cab(cv, av, bv);
-                                    }
-                                    Ok(())
-                                })?;
+                                if $crate::ops::binary::loops_per_op::<$typ>() {
+                                    $crate::ops::binary::same_shape_loop(c_slice, a_slice, b_slice, cab)?;
+                                } else {
+                                    $crate::ops::binary::same_shape_loop_shared(c_slice, a_slice, b_slice, cab)?;
+                                }
                                 return Ok(())
                             })*
                         )*
@@ -1285,11 +1380,16 @@ macro_rules! bin_to_super_type {
                     }
                     $(
                         $(if c.datum_type() == $typ::datum_type() {
+                            let cab: fn(&mut $typ, &$typ, &$typ) -> () = $cab;
                             let a = a.to_plain_array_view::<$typ>()?;
                             let b = b.to_plain_array_view::<$typ>()?;
                             let mut c_plain = c.try_as_plain_ram_mut()?;
                             let mut c = c_plain.to_array_view_mut::<$typ>()?;
-                            $crate::broadcast::zip3(c.view_mut(), a, b, $cab)?;
+                            if $crate::ops::binary::loops_per_op::<$typ>() {
+                                $crate::broadcast::zip3(c.view_mut(), a, b, cab)?;
+                            } else {
+                                $crate::ops::binary::broadcast_loop_shared(c.view_mut(), a, b, cab)?;
+                            }
                             return Ok(())
                         })*
                      )*
@@ -1333,16 +1433,11 @@ macro_rules! bin_to_super_type {
                             let b_slice = b_plain.as_slice::<$typ>()?;
                             let mut a_plain = a.try_as_plain_ram_mut()?;
                             let a_slice = a_plain.as_slice_mut::<$typ>()?;
-                            debug_assert_eq!(a_slice.len(), b_slice.len());
-                            let len = a_slice.len();
-                            tract_linalg::multithread::par_chunks_mut(a_slice, 1, len, |first_row, a_chunk| {
-                                let n = a_chunk.len();
-                                let b_chunk = &b_slice[first_row..first_row + n];
-                                for (av, bv) in a_chunk.iter_mut().zip(b_chunk.iter()) {
-                                    cab(av, &av.clone(), bv);
-                                }
-                                Ok(())
-                            })?;
+                            if $crate::ops::binary::loops_per_op::<$typ>() {
+                                $crate::ops::binary::same_shape_loop_in_a(a_slice, b_slice, cab)?;
+                            } else {
+                                $crate::ops::binary::same_shape_loop_in_a_shared(a_slice, b_slice, cab)?;
+                            }
                             return Ok(())
                         })*
                     )*
@@ -1369,7 +1464,11 @@ macro_rules! bin_to_super_type {
                         let b = b.to_plain_array_view::<$typ>()?;
                         let mut a_plain = a.try_as_plain_ram_mut()?;
                         let mut a = a_plain.to_array_view_mut::<$typ>()?;
-                        $crate::broadcast::zip2(a.view_mut(), b, |a, b| cab(a, &a.clone(), b))?;
+                        if $crate::ops::binary::loops_per_op::<$typ>() {
+                            $crate::broadcast::zip2(a.view_mut(), b, |a, b| cab(a, &a.clone(), b))?;
+                        } else {
+                            $crate::ops::binary::broadcast_loop_in_a_shared(a.view_mut(), b, cab)?;
+                        }
                         return Ok(())
                     })*
                 )*

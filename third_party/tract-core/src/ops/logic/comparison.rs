@@ -20,6 +20,29 @@ fn eval_comp_oop<T: Datum + PartialOrd>(
     Ok(c)
 }
 
+/// `c = f(a, b)` with `a` and `b` broadcast to `c`.
+#[inline(always)]
+fn compare_loop<T: Datum>(
+    c: tract_ndarray::ArrayViewMutD<bool>,
+    a: tract_ndarray::ArrayViewD<T>,
+    b: tract_ndarray::ArrayViewD<T>,
+    f: fn(&T, &T) -> bool,
+) -> TractResult<()> {
+    crate::broadcast::zip3(c, a, b, |c, a, b| *c = f(a, b))
+}
+
+/// [`compare_loop`] compiled once per element type for all comparisons (Tessera: as the binary
+/// ops' loops of types other than f32 and f16, `crate::ops::binary::loops_per_op`).
+#[inline(never)]
+fn compare_loop_shared<T: Datum>(
+    c: tract_ndarray::ArrayViewMutD<bool>,
+    a: tract_ndarray::ArrayViewD<T>,
+    b: tract_ndarray::ArrayViewD<T>,
+    f: fn(&T, &T) -> bool,
+) -> TractResult<()> {
+    compare_loop(c, a, b, std::hint::black_box(f))
+}
+
 // Helper for TDim symbolic eval
 fn eval_tdim_symbolic(
     ctx: &EvalContext,
@@ -100,12 +123,16 @@ macro_rules! comp_bin_mini_op {
                     crate::broadcast::zip3(view, a, b, |c, a, b| *c = a $cmp b)?;
                     return Ok(());
                 }
-                fn inner<T: Datum + PartialOrd>(c: &mut Tensor, a: &Tensor, b: &Tensor, f: impl Fn(&T, &T) -> bool) -> TractResult<()> {
+                fn inner<T: Datum + PartialOrd>(c: &mut Tensor, a: &Tensor, b: &Tensor, f: fn(&T, &T) -> bool) -> TractResult<()> {
                     let a = a.to_plain_array_view::<T>()?;
                     let b = b.to_plain_array_view::<T>()?;
                     let mut c_plain = c.try_as_plain_ram_mut()?;
                     let view = c_plain.to_array_view_mut::<bool>()?;
-                    crate::broadcast::zip3(view, a, b, |c, a, b| *c = f(a, b))
+                    if crate::ops::binary::loops_per_op::<T>() {
+                        compare_loop(view, a, b, f)
+                    } else {
+                        compare_loop_shared(view, a, b, f)
+                    }
                 }
                 dispatch_numbers!(inner(dt)(c, a, b, |a: &_, b: &_| a $cmp b))
             }
