@@ -7,6 +7,8 @@
 //! traps the whole module. So Tessera checks each case itself and returns an error naming the
 //! node:
 //!
+//! - attributes tract-onnx's parser itself trusts (Scan's `num_scan_inputs`), on the protobuf
+//!   before it is parsed ([`check_before_parsing`]);
 //! - attributes that are wrong whatever the input (strides, kernel sizes, permutations) when the
 //!   model is loaded ([`Preflight::of_parsed`]);
 //! - ranks, shapes and constant values as they become known, node by node, in Tessera's own run
