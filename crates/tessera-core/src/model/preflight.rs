@@ -43,10 +43,13 @@ enum Check {
     },
     /// A permutation as long as the input's rank.
     Perm(Vec<i64>),
-    /// The values of input `slot` are dims or repeat counts: none may be negative.
-    NonNegative { slot: usize, what: &'static str },
-    /// The values of input `slot` are steps: each must be 1 or more.
-    Positive { slot: usize, what: &'static str },
+    /// The values of input `slot` are dims or repeat counts (`min` 0) or steps (`min` 1): none
+    /// may be below `min`.
+    AtLeast {
+        slot: usize,
+        min: i64,
+        what: &'static str,
+    },
     /// Pads (attribute, or the values of input 1) that leave no axis of input 0 below zero; with
     /// `edge` or `reflect` padding, pads that the axis can fill (tract indexes past it).
     Pads {
@@ -211,20 +214,24 @@ fn node_checks(node: &pb::NodeProto) -> Result<Vec<Check>, String> {
             slot: 1,
             unsqueeze: false,
         }),
-        "ConstantOfShape" => checks.push(Check::NonNegative {
+        "ConstantOfShape" => checks.push(Check::AtLeast {
             slot: 0,
+            min: 0,
             what: "a dim",
         }),
-        "Tile" => checks.push(Check::NonNegative {
+        "Tile" => checks.push(Check::AtLeast {
             slot: 1,
+            min: 0,
             what: "a repeat count",
         }),
-        "Expand" => checks.push(Check::NonNegative {
+        "Expand" => checks.push(Check::AtLeast {
             slot: 1,
+            min: 0,
             what: "a dim",
         }),
-        "STFT" => checks.push(Check::Positive {
+        "STFT" => checks.push(Check::AtLeast {
             slot: 1,
+            min: 1,
             what: "a frame step",
         }),
         // Opset 1's Slice: starts, ends and axes are attributes, read by tract-onnx's rules
@@ -344,22 +351,17 @@ impl Check {
                     return Err(format!("perm {perm:?} does not fit an input of rank {r}"));
                 }
             }
-            Check::NonNegative { slot, what } => {
+            Check::AtLeast { slot, min, what } => {
                 if let Some(bad) = fact(*slot)
                     .and_then(values)
-                    .and_then(|v| v.into_iter().find(|&v| v < 0))
+                    .and_then(|v| v.into_iter().find(|v| v < min))
                 {
-                    return Err(format!("input {slot} gives {what} of {bad}"));
-                }
-            }
-            Check::Positive { slot, what } => {
-                if let Some(bad) = fact(*slot)
-                    .and_then(values)
-                    .and_then(|v| v.into_iter().find(|&v| v < 1))
-                {
-                    return Err(format!(
-                        "input {slot} gives {what} of {bad}; 1 or more expected"
-                    ));
+                    let expected = if *min > 0 {
+                        format!("; {min} or more expected")
+                    } else {
+                        String::new()
+                    };
+                    return Err(format!("input {slot} gives {what} of {bad}{expected}"));
                 }
             }
             Check::Pads { attribute, mode } => {
