@@ -5,7 +5,8 @@
 #   Cargo.toml says what each leaves out))
 #   TARGET: aarch64-unknown-linux-musl | thumbv7neon-unknown-linux-gnueabihf (32-bit ARM with
 #           NEON, Thumb-2 code: Raspberry Pi 2/3 OS) | x86_64-unknown-linux-musl
-#   serve: with `tessera serve` (tokio, axum) and SIMD FFTs (the serving image); left out by default.
+#   serve: with `tessera serve` (tokio, axum) and SIMD FFTs (the serving image); left out by default,
+#          as are the CLI's other default features (pictures, colours, the bench progress bar).
 # The edge profile also rebuilds the standard library (nightly's -Z build-std, below): it needs
 # the nightly toolchain and its rust-src component.
 # Prints the binary's path last. Needs `rustup target add TARGET` and, for the arm targets,
@@ -94,6 +95,19 @@ if [ "$profile" = edge ]; then
     # std rebuilt without the prebuilt compiler_builtins' C parts lacks __popcountdi2, which
     # mimalloc calls: gcc's runtime library has it.
     rustflags="$rustflags -C link-arg=-lgcc"
+    # Panic messages without their source file, line and column: each panic site's location
+    # record and path string are left out (arm64 -262 KB; the message itself stays).
+    rustflags="$rustflags -Z location-detail=none"
+    # Identical code folding: generic code compiled per type is often the same machine code,
+    # which the linker keeps once (arm64 -244 KB). Rust marks its functions `unnamed_addr`, so
+    # folding them is allowed. rustc's own lld does it for 64-bit targets; 32-bit ARM keeps gold
+    # (above), which folds too.
+    if [ "$target" = thumbv7neon-unknown-linux-gnueabihf ]; then
+        rustflags="$rustflags -C link-arg=-Wl,--icf=all"
+    else
+        host="$(rustc +nightly -vV | sed -n 's/^host: //p')"
+        rustflags="$rustflags -C link-arg=-B$nightly_sysroot/lib/rustlib/$host/bin/gcc-ld -C link-arg=-fuse-ld=lld -C link-arg=-Wl,--icf=all"
+    fi
 fi
 export "CARGO_TARGET_${env_target}_RUSTFLAGS=$rustflags"
 

@@ -155,6 +155,11 @@ pub struct ModelTransformFactory {
 
 inventory::collect!(ModelTransformFactory);
 
+// Tessera: the registrations below are `inventory` static constructors, which the linker keeps
+// with everything they reach (the transforms, their serde configs, erased-serde) in binaries
+// that never look a transform up by name. Without the `model-transforms` feature the macros only
+// type-check their arguments (third_party/README.md).
+#[cfg(feature = "model-transforms")]
 #[macro_export]
 macro_rules! register_simple_model_transform {
     ($name: expr, $type: expr) => {
@@ -168,6 +173,16 @@ macro_rules! register_simple_model_transform {
     };
 }
 
+#[cfg(not(feature = "model-transforms"))]
+#[macro_export]
+macro_rules! register_simple_model_transform {
+    ($name: expr, $type: expr) => {
+        const _: fn() -> $crate::prelude::TractResult<Box<dyn $crate::transform::ModelTransform>> =
+            || Ok(Box::new($type));
+    };
+}
+
+#[cfg(feature = "model-transforms")]
 #[macro_export]
 macro_rules! register_model_transform {
     ($name:expr, $config:ty, $builder:expr) => {
@@ -187,6 +202,15 @@ macro_rules! register_model_transform {
                 },
             }
         }
+    };
+}
+
+#[cfg(not(feature = "model-transforms"))]
+#[macro_export]
+macro_rules! register_model_transform {
+    ($name:expr, $config:ty, $builder:expr) => {
+        const _: fn($config) -> $crate::prelude::TractResult<Box<dyn $crate::transform::ModelTransform>> =
+            $builder;
     };
 }
 
@@ -457,6 +481,7 @@ register_model_transform!("set_property", SetPropertyConfig, |config| Ok(Box::ne
     SetPropertyTransform(config)
 )));
 
+#[cfg(feature = "model-transforms")]
 inventory::submit! {
     ModelTransformFactory {
         name: "f32_to_f16",
@@ -469,6 +494,7 @@ inventory::submit! {
     }
 }
 
+#[cfg(feature = "model-transforms")]
 inventory::submit! {
     ModelTransformFactory {
         name: "f16_to_f32",
@@ -481,6 +507,7 @@ inventory::submit! {
     }
 }
 
+#[cfg(feature = "model-transforms")]
 inventory::submit! {
     ModelTransformFactory {
         name: "float_precision",

@@ -4,7 +4,6 @@ use super::{builder, describe_engine, millis};
 use crate::args::BenchArgs;
 use crate::inputs::gather;
 use anyhow::Result;
-use indicatif::{ProgressBar, ProgressStyle};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -33,6 +32,10 @@ struct Report {
 const MAX_CALIBRATION_RUNS: usize = 10_000;
 
 pub fn run(args: BenchArgs) -> Result<ExitCode> {
+    #[cfg(not(feature = "pictures"))]
+    if args.html.is_some() {
+        return Err(super::without_pictures("--html"));
+    }
     if let Some(counts) = &args.scaling {
         return scaling(&args, counts);
     }
@@ -60,15 +63,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         }
         session.run(inputs.clone())?;
     }
-    let progress = if args.json {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(args.runs.into())
-    };
-    progress.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let progress = Progress::new(args.runs, args.json);
     // Grown as runs finish: --runs is the user's number, not a size to reserve up front.
     let mut times = Vec::with_capacity(args.runs.min(1 << 16) as usize);
     for _ in 0..args.runs {
@@ -76,9 +71,9 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         let start = Instant::now();
         session.run(feeds)?;
         times.push(millis(start.elapsed()));
-        progress.inc(1);
+        progress.inc();
     }
-    progress.finish_and_clear();
+    progress.finish();
     times.sort_by(f64::total_cmp);
     let quantile = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
     let report = Report {
@@ -109,6 +104,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         std::fs::write(file, serde_json::to_string_pretty(profile)?)
             .map_err(|e| anyhow::anyhow!("writing {}: {e}", file.display()))?;
     }
+    #[cfg(feature = "pictures")]
     if let (Some(file), Some(profile)) = (&args.html, &profile) {
         let summary = tessera::diagnostics::bench_report::BenchSummary {
             model: report.model.clone(),
@@ -205,11 +201,7 @@ fn scaling(args: &BenchArgs, counts: &[u16]) -> Result<ExitCode> {
             session.run(inputs.clone())?;
         }
     }
-    let progress = if args.json {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(args.runs.into())
-    };
+    let progress = Progress::new(args.runs, args.json);
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); sessions.len()];
     for round in 0..args.runs as usize {
         // Rotate who goes first so neither count always runs on a just-warmed cache.
@@ -220,9 +212,9 @@ fn scaling(args: &BenchArgs, counts: &[u16]) -> Result<ExitCode> {
             sessions[index].run(feeds)?;
             times[index].push(millis(start.elapsed()));
         }
-        progress.inc(1);
+        progress.inc();
     }
-    progress.finish_and_clear();
+    progress.finish();
     let mut entries = Vec::new();
     for (session, mut samples) in sessions.iter().zip(times) {
         samples.sort_by(f64::total_cmp);
@@ -263,4 +255,43 @@ fn peak_rss_mb() -> Option<f64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
+}
+
+/// The bar a benchmark shows while it runs (indicatif's, on stderr; none with `--json`, and none
+/// in builds without the `progress` feature: the edge boards').
+struct Progress {
+    #[cfg(feature = "progress")]
+    bar: indicatif::ProgressBar,
+}
+
+impl Progress {
+    #[cfg_attr(not(feature = "progress"), allow(unused_variables))]
+    fn new(runs: u32, hidden: bool) -> Progress {
+        #[cfg(feature = "progress")]
+        {
+            use indicatif::{ProgressBar, ProgressStyle};
+            let bar = if hidden {
+                ProgressBar::hidden()
+            } else {
+                ProgressBar::new(runs.into())
+            };
+            bar.set_style(
+                ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            Progress { bar }
+        }
+        #[cfg(not(feature = "progress"))]
+        Progress {}
+    }
+
+    fn inc(&self) {
+        #[cfg(feature = "progress")]
+        self.bar.inc(1);
+    }
+
+    fn finish(&self) {
+        #[cfg(feature = "progress")]
+        self.bar.finish_and_clear();
+    }
 }

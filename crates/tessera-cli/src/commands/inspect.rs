@@ -198,7 +198,14 @@ fn placement(args: &InspectArgs, backend: Backend) -> Result<ExitCode> {
     }
 }
 
+/// `inspect --graph FILE` in a build without pictures: refused, saying why.
+#[cfg(not(feature = "pictures"))]
+fn picture(_: &InspectArgs, _: &std::path::Path) -> Result<ExitCode> {
+    Err(super::without_pictures("--graph"))
+}
+
 /// `inspect --graph FILE`: draw the placement on the backend (cpu by default).
+#[cfg(feature = "pictures")]
 fn picture(args: &InspectArgs, file: &std::path::Path) -> Result<ExitCode> {
     let html = match file.extension().and_then(|e| e.to_str()) {
         Some("html") | Some("htm") => true,

@@ -33,6 +33,15 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// What `flag` says in a build without the drawn reports (the edge boards' build).
+#[cfg(not(feature = "pictures"))]
+fn without_pictures(flag: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{flag}: this tessera was built without pictures (cargo feature `pictures`, left out of \
+         the edge boards' build to keep it small): draw it with a build that has them"
+    )
+}
+
 /// The session builder the engine flags ask for.
 fn builder(engine: &EngineArgs) -> SessionBuilder {
     let builder = Session::builder()

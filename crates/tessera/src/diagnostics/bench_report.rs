@@ -1,13 +1,17 @@
 //! `tessera bench --html report.html`: where the time goes (per-op profile, as bars) and how
 //! run latency is spread (histogram), in one self-contained page (inline SVG drawn with
-//! `plotters`).
+//! `plotters`; the `pictures` feature).
 //!
 //! The profile itself is [`crate::profile`] (also what browsers get).
 
-use super::graph_picture::escape;
+#[cfg(feature = "pictures")]
+use super::picture_drawing::escape;
 pub use crate::profile::{NodeTime, OpTime, Profile, profile};
+#[cfg(feature = "pictures")]
 use crate::{Error, Result};
+#[cfg(feature = "pictures")]
 use plotters::prelude::*;
+#[cfg(feature = "pictures")]
 use std::fmt::Write;
 
 /// The numbers a bench page shows besides the profile.
@@ -21,10 +25,12 @@ pub struct BenchSummary {
     pub latencies_ms: Vec<f64>,
 }
 
+#[cfg(feature = "pictures")]
 fn chart_error(e: impl std::fmt::Display) -> Error {
     Error::Internal(format!("drawing the chart: {e}"))
 }
 
+#[cfg(feature = "pictures")]
 /// Horizontal bars: time per op type (at most `limit`, slowest first).
 fn op_bars(profile: &Profile, limit: usize) -> Result<String> {
     let ops: Vec<&OpTime> = profile.per_op.iter().take(limit).collect();
@@ -78,6 +84,7 @@ fn op_bars(profile: &Profile, limit: usize) -> Result<String> {
     Ok(svg)
 }
 
+#[cfg(feature = "pictures")]
 /// Latency histogram of the timed runs.
 fn latency_histogram(latencies: &[f64]) -> Result<String> {
     let lo = latencies.iter().copied().fold(f64::INFINITY, f64::min);
@@ -130,6 +137,7 @@ fn latency_histogram(latencies: &[f64]) -> Result<String> {
     Ok(svg)
 }
 
+#[cfg(feature = "pictures")]
 /// The whole page: numbers, the per-op bars, the histogram, the slowest nodes.
 pub fn render_html(summary: &BenchSummary, profile: &Profile) -> Result<String> {
     let mut sorted = summary.latencies_ms.clone();

@@ -2,7 +2,8 @@
 //! whose output is NaN or Inf ([`check_finite`]), the environment ([`doctor`]), and a
 //! benchmark as a page ([`bench_report`]).
 //!
-//! Files: `graph_picture.rs` (the placement picture, SVG/HTML), `finite.rs` (first NaN/Inf,
+//! Files: `graph_picture.rs` (the placement picture's content), `picture_drawing.rs` (drawn as
+//! SVG/HTML; the `pictures` feature), `finite.rs` (first NaN/Inf,
 //! cpu and GPU), `doctor.rs` (environment report), `cuda_probe.rs` (CUDA libraries found at
 //! run time, self-contained), `bench_report.rs` (per-op profile and latency histogram, HTML).
 
@@ -11,6 +12,8 @@ pub mod cuda_probe;
 pub mod doctor;
 pub mod finite;
 pub mod graph_picture;
+#[cfg(feature = "pictures")]
+mod picture_drawing;
 
 pub use finite::{FiniteCheck, NonFinite, ValueRange, check_finite};
 pub use graph_picture::{PlacementPicture, StepPlace};

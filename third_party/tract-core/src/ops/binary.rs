@@ -1310,6 +1310,168 @@ pub fn broadcast_loop_in_a_shared<T: Datum>(
     crate::broadcast::zip2(a, b, |a, b| cab(a, &a.clone(), b))
 }
 
+/// Tessera: a quantized op's element function, given the zero point and scale.
+#[doc(hidden)]
+pub type QuantizedElementFn<T> = fn(&mut T, &T, &T, i32, f32);
+
+/// `c = cab(a, b, zp, scale)` element by element, compiled once per quantized element type
+/// (each op compiled its own before; quantized binary ops are rare outside int8 models).
+#[doc(hidden)]
+#[inline(never)]
+pub fn quantized_same_shape_loop<T: Datum>(
+    c: &mut [T],
+    a: &[T],
+    b: &[T],
+    cab: QuantizedElementFn<T>,
+    zp: i32,
+    scale: f32,
+) -> TractResult<()> {
+    ensure!(c.len() == a.len() && c.len() == b.len());
+    for ((cv, av), bv) in c.iter_mut().zip(a.iter()).zip(b.iter()) {
+        cab(cv, av, bv, zp, scale);
+    }
+    Ok(())
+}
+
+/// `a = cab(a, b, zp, scale)` element by element, compiled once per quantized element type.
+#[doc(hidden)]
+#[inline(never)]
+pub fn quantized_same_shape_loop_in_a<T: Datum>(
+    a: &mut [T],
+    b: &[T],
+    cab: QuantizedElementFn<T>,
+    zp: i32,
+    scale: f32,
+) -> TractResult<()> {
+    ensure!(a.len() == b.len());
+    for (av, bv) in a.iter_mut().zip(b.iter()) {
+        cab(av, &av.clone(), bv, zp, scale);
+    }
+    Ok(())
+}
+
+/// `c = cab(a, b, zp, scale)` with `a` and `b` broadcast to `c`, once per quantized type.
+#[doc(hidden)]
+#[inline(never)]
+pub fn quantized_broadcast_loop<T: Datum>(
+    c: ndarray::ArrayViewMutD<T>,
+    a: ndarray::ArrayViewD<T>,
+    b: ndarray::ArrayViewD<T>,
+    cab: QuantizedElementFn<T>,
+    zp: i32,
+    scale: f32,
+) -> TractResult<()> {
+    crate::broadcast::zip3(c, a, b, |c, a, b| cab(c, a, b, zp, scale))
+}
+
+/// `a = cab(a, b, zp, scale)` with `b` broadcast to `a`, once per quantized type.
+#[doc(hidden)]
+#[inline(never)]
+pub fn quantized_broadcast_loop_in_a<T: Datum>(
+    a: ndarray::ArrayViewMutD<T>,
+    b: ndarray::ArrayViewD<T>,
+    cab: QuantizedElementFn<T>,
+    zp: i32,
+    scale: f32,
+) -> TractResult<()> {
+    crate::broadcast::zip2(a, b, |a, b| cab(a, &a.clone(), b, zp, scale))
+}
+
+/// Tessera: a quantized binary op computed in float (dequantize, `q_op_on_f32`, requantize):
+/// compiled once, the op's float function behind a pointer (each op compiled its own copy).
+#[doc(hidden)]
+#[inline(never)]
+pub fn q_binary_as_float_op(
+    a: &TValue,
+    b: &TValue,
+    c_dt: &DatumType,
+    q_op_on_f32: fn(f32, f32) -> f32,
+) -> TractResult<Option<Tensor>> {
+    use crate::ops::quant::scale_by;
+    use tract_data::internal::ClampCast;
+    /// Implementation strive to minimise memory allocation and access
+    /// we apply only if type is QU8 zp_scale datum type
+    /// maybe more suited for large models tensors
+    fn memory_optimised_q_binary_as_float_op(
+        a: &TValue,
+        b: &TValue,
+        c_dt: &DatumType,
+        q_op_on_f32: fn(f32, f32) -> f32,
+    ) -> TractResult<Option<Tensor>> {
+        if let (
+            DatumType::QU8(QParams::ZpScale { zero_point: a_zp, scale: a_scale }),
+            DatumType::QU8(QParams::ZpScale { zero_point: b_zp, scale: b_scale }),
+            DatumType::QU8(QParams::ZpScale { zero_point: c_zp, scale: c_scale }),
+        ) = (a.datum_type(), b.datum_type(), c_dt)
+        {
+            let c_inv_scale = 1.0 / c_scale;
+            let a = a.to_plain_array_view::<u8>()?;
+            let b = b.to_plain_array_view::<u8>()?;
+            let c_shape = crate::broadcast::multi_broadcast(&[a.shape(), b.shape()])?;
+            let mut c = Tensor::zero_dt(*c_dt, &c_shape)?;
+            let mut c_plain = c.try_as_plain_ram_mut()?;
+            let view = c_plain.to_array_view_mut::<u8>()?;
+            crate::broadcast::zip3(view, a, b, |c, a, b| {
+                *c = (scale_by(
+                    q_op_on_f32(
+                        (*a as i32 - a_zp as i32) as f32 * a_scale,
+                        (*b as i32 - b_zp as i32) as f32 * b_scale,
+                    ),
+                    c_inv_scale,
+                ) as i32
+                    + *c_zp as i32)
+                    .clamp_cast()
+            })?;
+            return Ok(Some(c));
+        }
+        Ok(None)
+    }
+
+    /// Apply to all Q types
+    /// Take more memory but hopefully faster than memory_optimised_q_binary_as_float_op
+    /// especially once cast_to_dt will have will have vectorized implementations
+    fn generic_q_binary_as_float_op(
+        a: &TValue,
+        b: &TValue,
+        c_dt: &DatumType,
+        accumulator_dt: DatumType,
+        q_op_on_f32: fn(f32, f32) -> f32,
+    ) -> TractResult<Option<Tensor>> {
+        if a.datum_type().is_quantized() && b.datum_type().is_quantized() && c_dt.is_quantized() {
+            let a = a.cast_to_dt(accumulator_dt)?.into_owned();
+            let b = b.cast_to_dt(accumulator_dt)?.into_owned();
+            let c_shape = crate::broadcast::multi_broadcast(&[a.shape(), b.shape()])?;
+            let mut c = Tensor::zero_dt(accumulator_dt, &c_shape)?;
+            match accumulator_dt {
+                DatumType::F32 => {
+                    let mut c_plain = c.try_as_plain_ram_mut()?;
+                    let view = c_plain.to_array_view_mut::<f32>()?;
+                    crate::broadcast::zip3(
+                        view,
+                        a.try_as_plain_ram()?.to_array_view()?,
+                        b.try_as_plain_ram()?.to_array_view()?,
+                        |c, a, b| {
+                            *c = q_op_on_f32(*a, *b);
+                        },
+                    )?
+                }
+                other => bail!("unexpected accumulator data type as {:?}", other),
+            };
+
+            return Ok(Some(c.cast_to_dt(*c_dt)?.into_owned()));
+        }
+        Ok(None)
+    }
+
+    if let Some(c) = memory_optimised_q_binary_as_float_op(a, b, c_dt, q_op_on_f32)? {
+        return Ok(Some(c));
+    }
+    if let Some(d) = generic_q_binary_as_float_op(a, b, c_dt, DatumType::F32, q_op_on_f32)? {
+        return Ok(Some(d));
+    }
+    Ok(None)
+}
+
 #[macro_export]
 macro_rules! bin_to_super_type {
     ($func:ident, $Op:ident,
@@ -1370,9 +1532,7 @@ macro_rules! bin_to_super_type {
                                     let b_slice = b_plain.as_slice::<$typ_dt>()?;
                                     let mut c_plain = c.try_as_plain_ram_mut()?;
                                     let c_slice = c_plain.as_slice_mut::<$typ_dt>()?;
-                                    for ((cv, av), bv) in c_slice.iter_mut().zip(a_slice.iter()).zip(b_slice.iter()) {
-                                        cab(cv, av, bv, zp, scale);
-                                    }
+                                    $crate::ops::binary::quantized_same_shape_loop(c_slice, a_slice, b_slice, cab, zp, scale)?;
                                     return Ok(())
                                 })*
                             )*
@@ -1402,7 +1562,7 @@ macro_rules! bin_to_super_type {
                                 let b = b.to_plain_array_view::<$typ_dt>()?;
                                 let mut c_plain = c.try_as_plain_ram_mut()?;
                                 let mut c = c_plain.to_array_view_mut::<$typ_dt>()?;
-                                $crate::broadcast::zip3(c.view_mut(), a, b, |c, a, b| cab(c, a, b, zp, scale))?;
+                                $crate::ops::binary::quantized_broadcast_loop(c.view_mut(), a, b, cab, zp, scale)?;
                                 return Ok(())
                             }
                             )*
@@ -1450,9 +1610,7 @@ macro_rules! bin_to_super_type {
                                 let b_slice = b_plain.as_slice::<$typ_dt>()?;
                                 let mut a_plain = a.try_as_plain_ram_mut()?;
                                 let a_slice = a_plain.as_slice_mut::<$typ_dt>()?;
-                                for (av, bv) in a_slice.iter_mut().zip(b_slice.iter()) {
-                                    cab(av, &(av.clone()), bv, zp, scale);
-                                }
+                                $crate::ops::binary::quantized_same_shape_loop_in_a(a_slice, b_slice, cab, zp, scale)?;
                                 return Ok(())
                             })*
                         )*
@@ -1480,9 +1638,7 @@ macro_rules! bin_to_super_type {
                             let mut a_plain = a.try_as_plain_ram_mut()?;
                             let mut a = a_plain.to_array_view_mut::<$typ_dt>()?;
                             let b = b.to_plain_array_view::<$typ_dt>()?;
-                            $crate::broadcast::zip2(a.view_mut(), b, |a, b| {
-                                cab(a, &(a.clone()), b, zp, scale)
-                            })?;
+                            $crate::ops::binary::quantized_broadcast_loop_in_a(a.view_mut(), b, cab, zp, scale)?;
                             return Ok(())
                         })*
                     )*
@@ -1556,78 +1712,12 @@ macro_rules! bin_to_super_type {
                 b: &TValue,
                 c_dt: &DatumType,
             ) -> TractResult<Option<Tensor>> {
-                $(
-                    /// Implementation strive to minimise memory allocation and access
-                    /// we apply only if type is QU8 zp_scale datum type
-                    /// maybe more suited for large models tensors
-                    fn memory_optimised_q_binary_as_float_op(
-                        a: &TValue,
-                        b: &TValue,
-                        c_dt: &DatumType,
-                    ) -> TractResult<Option<Tensor>> {
-                        if let (DatumType::QU8(QParams::ZpScale {zero_point: a_zp, scale: a_scale}),
-                                DatumType::QU8(QParams::ZpScale {zero_point: b_zp, scale: b_scale}),
-                                DatumType::QU8(QParams::ZpScale {zero_point: c_zp, scale: c_scale})) =
-                            (a.datum_type(), b.datum_type(), c_dt)
-                        {
-                            let c_inv_scale = 1.0 / c_scale;
-                            let a = a.to_plain_array_view::<u8>()?;
-                            let b = b.to_plain_array_view::<u8>()?;
-                            let c_shape = $crate::broadcast::multi_broadcast(&[a.shape(), b.shape()])?;
-                            let mut c = Tensor::zero_dt(*c_dt, &c_shape)?;
-                            let mut c_plain = c.try_as_plain_ram_mut()?;
-                            let view = c_plain.to_array_view_mut::<u8>()?;
-                            $crate::broadcast::zip3(view, a, b, |c, a, b| {
-                                *c = (scale_by($q_op_on_f32(
-                                            ((*a as i32 - a_zp as i32) as f32 * a_scale),
-                                            ((*b as i32 - b_zp as i32) as f32 * b_scale),
-                                ), c_inv_scale) as i32
-                                    + *c_zp as i32)
-                                    .clamp_cast()
-                            })?;
-                            return Ok(Some(c));
-                        }
-                        Ok(None)
-                    }
-
-                    /// Apply to all Q types
-                    /// Take more memory but hopefully faster than memory_optimised_q_binary_as_float_op
-                    /// especially once cast_to_dt will have will have vectorized implementations
-                    fn generic_q_binary_as_float_op(
-                        a: &TValue,
-                        b: &TValue,
-                        c_dt: &DatumType,
-                        accumulator_dt: DatumType
-                    ) -> TractResult<Option<Tensor>> {
-                        if a.datum_type().is_quantized() && b.datum_type().is_quantized() && c_dt.is_quantized() {
-                            let a = a.cast_to_dt(accumulator_dt)?.into_owned();
-                            let b = b.cast_to_dt(accumulator_dt)?.into_owned();
-                            let c_shape = $crate::broadcast::multi_broadcast(&[a.shape(), b.shape()])?;
-                            let mut c = Tensor::zero_dt(accumulator_dt, &c_shape)?;
-                            match accumulator_dt {
-                                DatumType::F32 => {
-                                    let mut c_plain = c.try_as_plain_ram_mut()?;
-                                    let view = c_plain.to_array_view_mut::<f32>()?;
-                                    $crate::broadcast::zip3(view, a.try_as_plain_ram()?.to_array_view()?, b.try_as_plain_ram()?.to_array_view()?, |c, a, b| {
-                                        *c = $q_op_on_f32(*a,*b);
-                                    })?
-                                },
-                                other => bail!("unexpected accumulator data type as {:?}", other)
-                            };
-
-                            return Ok(Some(c.cast_to_dt(*c_dt)?.into_owned()));
-                        }
-                        Ok(None)
-                    }
-
-                    if let Some(c) = memory_optimised_q_binary_as_float_op(a, b, c_dt)? {
-                        return Ok(Some(c));
-                    }
-                    if let Some(d) = generic_q_binary_as_float_op(a, b, c_dt, DatumType::F32)? {
-                        return Ok(Some(d));
-                    }
-                )?
-                Ok(None)
+                let q_op_on_f32: Option<fn(f32, f32) -> f32> = None;
+                $(let q_op_on_f32: Option<fn(f32, f32) -> f32> = Some($q_op_on_f32);)?
+                match q_op_on_f32 {
+                    Some(op) => $crate::ops::binary::q_binary_as_float_op(a, b, c_dt, op),
+                    None => Ok(None),
+                }
             }
         }
 

@@ -231,6 +231,34 @@ impl TypedOp for ElementWiseOp {
     as_op!();
 }
 
+/// Tessera: a quantized element-wise op in float: each value dequantized, `f` applied, the result
+/// quantized to `out_dt`, over threads by chunks. Compiled once per quantized element type, `f`
+/// behind a pointer (each op compiled its own loop per type before).
+#[doc(hidden)]
+#[inline(never)]
+pub fn requantized_in_place<T>(
+    t: &mut [T],
+    f: fn(f32) -> f32,
+    input_dt: DatumType,
+    out_dt: DatumType,
+) -> TractResult<()>
+where
+    T: Datum + num_traits::AsPrimitive<f32>,
+    f32: num_traits::AsPrimitive<T>,
+{
+    use num_traits::AsPrimitive;
+    let (izp, iscale) = input_dt.zp_scale();
+    let (ozp, oscale) = out_dt.zp_scale();
+    let len = t.len();
+    tract_linalg::multithread::par_chunks_mut(t, 1, len, |_, chunk| {
+        chunk.iter_mut().for_each(|x| {
+            let x_f32 = (x.as_() - izp as f32) * iscale;
+            *x = ((f(x_f32) / oscale) + ozp as f32).as_()
+        });
+        Ok(())
+    })
+}
+
 #[macro_export]
 macro_rules! element_wise {
     ($func:ident, $Op:ident $({$( $(#[$meta: meta])? $var: ident : $var_typ: path),*})?,
@@ -280,17 +308,7 @@ macro_rules! element_wise {
                            unsafe { t.set_datum_type(sout_dt) } // force cast
                            let mut t_plain = t.try_as_plain_ram_mut()?;
                            let t: &mut[$typ_dt] = t_plain.as_slice_mut::<$typ_dt>()?;
-                           let f: fn(&Self, &mut[$typ_dt], DatumType, DatumType) -> TractResult<()> = |_, xs, input_dt, out_dt| {
-                               let (izp, iscale) = input_dt.zp_scale();
-                               let (ozp, oscale) = out_dt.zp_scale();
-                               xs.iter_mut().for_each(|x| {
-                                   let x_f32 = (*x as f32 - izp as f32) * iscale;
-                                   *x = (($f_f32(x_f32) / oscale) + ozp as f32).as_()
-                               });
-                               Ok(())
-                           };
-                           let len = t.len();
-                           tract_linalg::multithread::par_chunks_mut(t, 1, len, |_, chunk| f(self, chunk, input_dt, sout_dt))?;
+                           $crate::ops::element_wise::requantized_in_place::<$typ_dt>(t, $f_f32, input_dt, sout_dt)?;
                            return Ok(())
                        }
                        )*

@@ -26,7 +26,6 @@ pub use self::softmax::{Softmax, SoftmaxKind};
 pub use crate::internal::*;
 
 use tract_linalg::routines::Func;
-use tract_num_traits::AsPrimitive;
 
 element_wise!(sigmoid, Sigmoid,
  [f16] => |_, xs| { Func::Sigmoid.ew_f16()?.run(xs) },
