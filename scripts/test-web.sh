@@ -46,7 +46,7 @@ step "wasm build, threaded (nightly, build-std)" 2400 web/build.sh --cargo-only 
 step "wasm-bindgen + wasm-opt (web/build.sh)" 2400 web/build.sh
 cd web
 step "npm package tests (Node.js, Chromium, damaged models)" 1800 \
-    node --test --test-reporter=spec test/node.test.mjs test/browser.test.mjs test/damaged.test.mjs
+    node --test --test-reporter=spec test/size.test.mjs test/node.test.mjs test/browser.test.mjs test/damaged.test.mjs
 # Last: it rebuilds dist/ (prepack), which the tests above load.
 step "npm pack (prepack builds the package; refuses without the toolchain)" 1200 \
     node --test --test-reporter=spec test/pack.test.mjs

@@ -12,7 +12,10 @@ root="$(cd .. && pwd)"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 # The threaded build's own target directory: its std and every crate differ (atomics).
 threads_target_dir="$target_dir-wasm-threads"
-threads_rustflags="-C target-feature=+simd128,+atomics,+bulk-memory"
+# Size flags of nightly's (docs/web.md): no panic locations (file, line, column: 70 KB gzip; a
+# panic keeps its message), and generic code the crates below already compiled (at "z") linked
+# rather than compiled again inside Tessera's cpu crate at 3 (`share-generics`: 64 KB gzip).
+threads_rustflags="-C target-feature=+simd128,+atomics,+bulk-memory -Z location-detail=none -Z share-generics=y"
 
 # What a fresh machine may lack, said before anything is built (`npm pack` runs this too).
 missing=()
@@ -36,10 +39,11 @@ fi
 cargo_single() {
     (cd "$root" && cargo build -p tessera-wasm --target wasm32-unknown-unknown --profile wasm-release --locked)
 }
-# std's optimize_for_size (small sorts and number formatting): 8.83 -> 8.49 MB raw (docs/web.md).
+# std's optimize_for_size (small sorts and number formatting): 8.83 -> 8.49 MB raw; the profile
+# wasm-threads-release: opt-level "z" but for Tessera's cpu loops (Cargo.toml, docs/web.md).
 cargo_threaded() {
     (cd "$root" && CARGO_TARGET_DIR="$threads_target_dir" RUSTFLAGS="$threads_rustflags" \
-        cargo +nightly build -p tessera-wasm --target wasm32-unknown-unknown --profile wasm-release --locked \
+        cargo +nightly build -p tessera-wasm --target wasm32-unknown-unknown --profile wasm-threads-release --locked \
         --no-default-features --features threads -Z build-std=panic_abort,std \
         -Z build-std-features=optimize_for_size)
 }
@@ -62,7 +66,7 @@ reactor_check() {
 cargo_single
 cargo_threaded
 reactor_check "$target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm"
-reactor_check "$threads_target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm"
+reactor_check "$threads_target_dir/wasm32-unknown-unknown/wasm-threads-release/tessera_wasm.wasm"
 
 # Debian's binaryen (108) breaks wasm-bindgen's glue; npm's is recent and works. It is binaryen
 # compiled to wasm, on one core: 4-5 minutes a module. On linux-x64, tools/ holds the same
@@ -104,7 +108,7 @@ rm -rf dist && mkdir -p dist
 # whole of this script 289 s side by side.
 glue_and_shrink dist/wasm "$target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm" &
 single=$!
-glue_and_shrink dist/wasm-threads "$threads_target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm" \
+glue_and_shrink dist/wasm-threads "$threads_target_dir/wasm32-unknown-unknown/wasm-threads-release/tessera_wasm.wasm" \
     --enable-threads &
 threaded=$!
 failed=0
