@@ -27,7 +27,8 @@ for (const threads of threadCounts) {
   await page.waitForFunction(() => window.benchReady === true);
   const adapter = await page.evaluate(async () => (await navigator.gpu?.requestAdapter())?.info?.architecture ?? 'none');
   const cores = await page.evaluate(() => navigator.hardwareConcurrency);
-  console.log(`Chromium ${browser.version()}, ${cores} cores, WebGPU adapter: ${adapter}; median of ${runs} runs after ${warmup} warm-up; cpu on ${threads} thread(s) each`);
+  console.log(`Chromium ${browser.version()}, ${cores} cores, WebGPU adapter: ${adapter}; median of ${runs} runs after ${warmup} warm-up; cpu on ${threads} thread(s) each` +
+    (threads > cores ? ` (tessera on ${cores}: it runs at most one thread per core)` : ''));
 
   const fmt = (r) => (r.error === 'not measured' ? '–' : r.error ? 'error' : r.ms.toFixed(1));
   const ratio = (a, b) => (a.error || b.error ? '–' : (a.ms / b.ms).toFixed(2));

@@ -56,7 +56,9 @@ export interface SessionOptions {
   /**
    * The cpu's threads (default `env.wasm.numThreads`, else 1; 0: that default). More than one
    * runs the threaded module, in Node.js (worker_threads) and on a cross-origin isolated page:
-   * on other pages one thread, with a console warning saying why.
+   * on other pages one thread, with a console warning saying why. At most the machine's cores
+   * (`navigator.hardwareConcurrency`, `os.availableParallelism()`): more is capped there, with a
+   * console warning; `numThreads` and `backendReason` of the session say so.
    */
   numThreads?: number;
 }

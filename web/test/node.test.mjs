@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { InferenceSession, Tensor, buildInfo, moduleStatus } from '../dist/index.js';
@@ -83,6 +83,26 @@ test('a Node.js process whose sessions use the pool exits when its work is done'
   assert.equal(child.error, undefined, `the process did not exit: ${child.error}`);
   assert.equal(child.status, 0, child.stderr);
   assert.equal(child.stdout.trim(), '2 dense_2,softmax_1');
+});
+
+test('numThreads above the cores runs on the cores and says so', async () => {
+  const cores = availableParallelism();
+  const warned = [];
+  const warn = console.warn;
+  console.warn = (...args) => warned.push(args.join(' '));
+  try {
+    const session = await InferenceSession.create(join(modelsDir, 'mtcnn_rnet/model.onnx'), { backend: 'cpu', numThreads: cores + 2 });
+    const capped = `${cores + 2} threads asked, ${cores} cores? here \\(os\\.availableParallelism\\(\\)\\)`;
+    assert.equal(session.numThreads, cores);
+    assert.match(session.backendReason, new RegExp(capped));
+    assert.ok(warned.some((m) => new RegExp(`^tessera-web: ${capped}`).test(m)), `console warnings: ${warned}`);
+    const input = new Tensor('float32', new Float32Array(24 * 24 * 3), [1, 24, 24, 3]);
+    const out = await session.run({ [session.inputNames[0]]: input });
+    assert.ok(Object.keys(out).length > 0);
+    await session.release();
+  } finally {
+    console.warn = warn;
+  }
 });
 
 test('onnxruntime-web style options and metadata', async () => {
