@@ -190,7 +190,8 @@ function threading(backend, options, cores) {
   if (backend === 'webgpu' || backend === 'wgpu' || wanted === 1) return { kind: 'single', threads: 1, why: '' };
   // No more workers than cores: a run's idle workers spin while it lasts (as onnxruntime's do)
   // and a Web Worker cannot yield its core, so extra workers only take cores from those working
-  // (4 threads on 2 cores: MTCNN's RNet 0.4 -> 2.9 ms a run, silero 0.6 -> 3.2; docs/web.md).
+  // (4 threads on 2 cores: MTCNN's RNet 2.9 ms a run against 0.4 on 2, silero 3.2 against 0.6;
+  // docs/web.md).
   const capped = cores > 0 && wanted > cores
     ? `${wanted} threads asked, ${cores} core${cores === 1 ? '' : 's'} here (${isNode ? 'os.availableParallelism()' : 'navigator.hardwareConcurrency'})`
     : '';
