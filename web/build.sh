@@ -12,6 +12,8 @@ root="$(cd .. && pwd)"
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 # The threaded build's own target directory: its std and every crate differ (atomics).
 threads_target_dir="$target_dir-wasm-threads"
+single_module="$target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm"
+threaded_module="$threads_target_dir/wasm32-unknown-unknown/wasm-threads-release/tessera_wasm.wasm"
 # Size flags of nightly's (docs/web.md): no panic locations (file, line, column: 70 KB gzip; a
 # panic keeps its message), and generic code the crates below already compiled (at "z") linked
 # rather than compiled again inside Tessera's cpu crate at 3 (`share-generics`: 64 KB gzip).
@@ -65,8 +67,8 @@ reactor_check() {
 }
 cargo_single
 cargo_threaded
-reactor_check "$target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm"
-reactor_check "$threads_target_dir/wasm32-unknown-unknown/wasm-threads-release/tessera_wasm.wasm"
+reactor_check "$single_module"
+reactor_check "$threaded_module"
 
 # Debian's binaryen (108) breaks wasm-bindgen's glue; npm's is recent and works. It is binaryen
 # compiled to wasm, on one core: 4-5 minutes a module. On linux-x64, tools/ holds the same
@@ -106,9 +108,9 @@ rm -rf dist && mkdir -p dist
 # The two modules side by side: npm's wasm-opt runs on one core (binaryen compiled to wasm).
 # Idle 2-core machine, caches cold: 170 s + 229 s of npm's wasm-opt one after the other, the
 # whole of this script 289 s side by side.
-glue_and_shrink dist/wasm "$target_dir/wasm32-unknown-unknown/wasm-release/tessera_wasm.wasm" &
+glue_and_shrink dist/wasm "$single_module" &
 single=$!
-glue_and_shrink dist/wasm-threads "$threads_target_dir/wasm32-unknown-unknown/wasm-threads-release/tessera_wasm.wasm" \
+glue_and_shrink dist/wasm-threads "$threaded_module" \
     --enable-threads &
 threaded=$!
 failed=0

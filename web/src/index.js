@@ -186,17 +186,16 @@ function threading(backend, options, cores) {
   if (!Number.isInteger(asked) || asked < 0) {
     throw new TypeError(`numThreads must be a non-negative integer (0: the default), got ${JSON.stringify(asked)}`);
   }
-  let wanted = asked || 1;
-  if (backend === 'webgpu' || backend === 'wgpu' || wanted === 1) return { kind: 'single', threads: 1, why: '' };
+  if (backend === 'webgpu' || backend === 'wgpu' || asked <= 1) return { kind: 'single', threads: 1, why: '' };
   // No more workers than cores: a run's idle workers spin while it lasts (as onnxruntime's do)
   // and a Web Worker cannot yield its core, so extra workers only take cores from those working
   // (4 threads on 2 cores: MTCNN's RNet 2.9 ms a run against 0.4 on 2, silero 3.2 against 0.6;
   // docs/web.md).
-  const capped = cores > 0 && wanted > cores
-    ? `${wanted} threads asked, ${cores} core${cores === 1 ? '' : 's'} here (${isNode ? 'os.availableParallelism()' : 'navigator.hardwareConcurrency'})`
+  const capped = cores > 0 && asked > cores
+    ? `${asked} threads asked, ${cores} core${cores === 1 ? '' : 's'} here (${isNode ? 'os.availableParallelism()' : 'navigator.hardwareConcurrency'})`
     : '';
+  const wanted = capped ? cores : asked;
   if (capped) {
-    wanted = cores;
     if (!warnedCapped) {
       warnedCapped = true;
       console.warn(`tessera-web: ${capped}: the cpu backend runs on ${cores} thread${cores === 1 ? '' : 's'}; more would only contend for the cores.`);
