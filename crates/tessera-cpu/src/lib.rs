@@ -42,7 +42,7 @@ use tessera_core::plan_cache::PlanCache;
 use tessera_core::tract_bridge::{from_tract, into_tract};
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::{Backend, BackendStatus, Error, Model, QuantizedExecution, Result, Tensor};
-use threading::{Calibration, Mode};
+use threading::{Calibration, Mode, PoolHops};
 use tract_linalg::multithread::{Executor, multithread_tract_scope};
 // `std::time::Instant` panics in browsers; web-time is std's natively.
 use web_time::Instant;
@@ -164,6 +164,8 @@ pub struct CpuSession {
     plans: Mutex<PlanCache<Plan>>,
     /// Which inputs had to be folded for the last plan built; tried first for new signatures.
     folding: Mutex<Option<Folding>>,
+    /// What reaching the pool costs this session's caller ([`CpuSession::record_pool_hop`]).
+    pool_hops: Mutex<PoolHops>,
 }
 
 impl CpuSession {
@@ -191,6 +193,7 @@ impl CpuSession {
             pool: std::sync::OnceLock::new(),
             plans: Mutex::new(PlanCache::new(PLAN_CACHE_SIZE)),
             folding: Mutex::new(None),
+            pool_hops: Mutex::new(PoolHops::default()),
         })
     }
 
@@ -228,10 +231,13 @@ impl CpuSession {
             })
         })?;
         if let Some(start) = start {
-            plan.calibration
-                .lock()
-                .map_err(poisoned)?
-                .record(mode, start.elapsed());
+            let hop = self.pool_hops.lock().map_err(poisoned)?.estimate();
+            plan.calibration.lock().map_err(poisoned)?.record(
+                mode,
+                start.elapsed(),
+                self.threads,
+                hop,
+            );
         }
         outputs.iter().map(|t| from_tract(t)).collect()
     }
@@ -265,6 +271,17 @@ impl CpuSession {
         return Ok(Executor::RayonGlobal);
         #[cfg(not(pooled))]
         Ok(Executor::SingleThread)
+    }
+
+    /// Tells the thread calibration ([`threading`]) what a run handed to a pool thread cost the
+    /// caller beyond the run (the browser's threaded module: a message to a worker and the
+    /// answer back), for a caller that runs one-thread runs of at most `brief_limit` where it is.
+    pub fn record_pool_hop(&self, cost: Duration, brief_limit: Duration) -> Result<()> {
+        self.pool_hops
+            .lock()
+            .map_err(poisoned)?
+            .record(cost, brief_limit);
+        Ok(())
     }
 
     /// Builds (or fetches) the plan for these inputs without running it.

@@ -9,6 +9,12 @@
 //! is timed: on the VMs measured, pooled runs reach their speed only after ~100-200 ms of pooled
 //! work (SqueezeNet: 20 ms per run at first, then 12 ms; one thread: 20 ms), so a comparison made
 //! on the pool's first runs kept one thread on models where two are 40% faster.
+//!
+//! A caller may pay to reach the pool: the browser's threaded module hands a run to a pool
+//! worker and awaits it (the page's thread may not block), but runs a brief one-thread run where
+//! it is. That hop ([`PoolHop`]) is charged to the pool, and where even a perfect split plus the
+//! hop could not beat one thread, the pool is not tried at all (MTCNN's RNet in Chromium: 0.34 ms
+//! on the page's thread, 0.5 with the hop).
 
 use std::time::Duration;
 
@@ -35,18 +41,76 @@ const POOL_WARM_UP_RUNS: usize = 10;
 /// that is only marginally faster in calibration is often slower afterwards (its idle workers
 /// spin and compete with the caller), and ties go to one thread.
 const POOL_ADVANTAGE: f64 = 0.90;
-/// Runs, and run time, after which a decision is re-examined (two fresh blocks): the load on a
-/// shared machine changes, and with it which mode wins. The time bound keeps the pool's warm-up
-/// a few percent of the running time on tiny models.
+/// Runs, and run time, after which a decision is re-examined: the load on a shared machine
+/// changes, and with it which mode wins. Only the other mode is timed again (the decided one's
+/// latest runs stand for it); the time bound keeps the pool's warm-up a few percent of the
+/// running time on tiny models. A pool whose latest runs are no faster than one thread was is
+/// re-examined at once.
 const RECHECK_EVERY: usize = 200;
 const RECHECK_AFTER: Duration = Duration::from_secs(10);
-/// The first decision is re-examined sooner: a core busy for a moment while the pool's block was
-/// timed (another process starting or exiting) kept one thread on magika, where two are 1.6×
-/// faster, for a whole benchmark. After 1 s and as few as 10 runs: in Chromium the pool's
-/// first runs of minilm (47 ms each) are often slower than one thread's until V8 has compiled
-/// their code with its optimizing tier, and 50 runs kept the wrong choice for 2.4 s.
+/// A first decision for one thread is re-examined sooner: a core busy for a moment while the
+/// pool's block was timed (another process starting or exiting) kept one thread on magika, where
+/// two are 1.6× faster, for a whole benchmark. After 1 s and as few as 10 runs: in Chromium the
+/// pool's first runs of minilm (47 ms each) are often slower than one thread's until V8 has
+/// compiled their code with its optimizing tier, and 50 runs kept the wrong choice for 2.4 s.
+/// A first decision for the pool is not: re-timing one thread then cost six runs at one
+/// thread's speed a second in (Chromium, inception_v1: 115 ms against 61).
 const FIRST_RECHECK_EVERY: usize = 10;
 const FIRST_RECHECK_AFTER: Duration = Duration::from_secs(1);
+
+/// What a run on the pool costs its caller beyond the run itself, against a one-thread run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolHop {
+    /// The hand-off to a pool thread and back, as the caller measured it.
+    pub cost: Duration,
+    /// One-thread runs up to this long run on the caller's thread (without the hop); longer
+    /// ones are handed off as well, and the hop then costs both modes alike.
+    pub brief_limit: Duration,
+}
+
+impl PoolHop {
+    /// What the pool pays over one thread whose runs take `one_thread`.
+    fn over(hop: Option<PoolHop>, one_thread: f64) -> f64 {
+        match hop {
+            Some(hop) if one_thread <= hop.brief_limit.as_secs_f64() => hop.cost.as_secs_f64(),
+            _ => 0.0,
+        }
+    }
+}
+
+/// The hop costs a caller reported, most recent last: the pool's charge is their median, since
+/// a hop slowed by the machine (several ms on a busy VM) is noise, not the hop's price.
+#[derive(Debug, Default)]
+pub struct PoolHops {
+    recent: std::collections::VecDeque<Duration>,
+    brief_limit: Duration,
+}
+
+/// Hops kept for the median.
+const HOPS_KEPT: usize = 9;
+
+impl PoolHops {
+    /// Records one hop of a run handed to the pool by a caller that runs one-thread runs of at
+    /// most `brief_limit` where it is.
+    pub fn record(&mut self, cost: Duration, brief_limit: Duration) {
+        if self.recent.len() == HOPS_KEPT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(cost);
+        self.brief_limit = brief_limit;
+    }
+
+    /// The hop a pooled run costs, once one has been reported.
+    pub fn estimate(&self) -> Option<PoolHop> {
+        let mut costs: Vec<Duration> = self.recent.iter().copied().collect();
+        costs.sort();
+        let cost = *costs.get(costs.len() / 2)?;
+        Some(PoolHop {
+            cost,
+            brief_limit: self.brief_limit,
+        })
+    }
+}
 
 /// How a run executes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,9 +130,14 @@ pub struct Calibration {
     single: Vec<Duration>,
     pool: Vec<Duration>,
     decided: Option<Mode>,
+    /// One thread's second-fastest sample when the pool was chosen.
+    one_thread_at_decision: f64,
     /// Runs, and their time, since the last decision.
     since_decision: usize,
     since_decision_time: Duration,
+    /// The latest runs in the decided mode (at most [`SAMPLES_PER_MODE`]): that mode's samples
+    /// when the decision is re-examined, so that only the other mode is timed again.
+    recent: Vec<Duration>,
     /// Comparisons made before this one.
     comparisons: usize,
     /// The mode and time of the last run recorded.
@@ -85,23 +154,22 @@ impl Calibration {
         }
     }
 
-    /// Records how long a run in `mode` took; decides once both modes have their samples.
-    pub fn record(&mut self, mode: Mode, elapsed: Duration) {
+    /// Records how long a run in `mode` took on `threads`; decides once both modes have their
+    /// samples, or once one thread's show that the pool cannot win even with a perfect split,
+    /// its `hop` counted.
+    pub fn record(&mut self, mode: Mode, elapsed: Duration, threads: usize, hop: Option<PoolHop>) {
         self.last_run = Some((mode, elapsed));
-        if self.decided.is_some() {
+        if let Some(decided) = self.decided {
             self.since_decision += 1;
             self.since_decision_time += elapsed;
-            let (every, after) = if self.comparisons == 0 {
-                (FIRST_RECHECK_EVERY, FIRST_RECHECK_AFTER)
-            } else {
-                (RECHECK_EVERY, RECHECK_AFTER)
-            };
-            if self.since_decision >= every && self.since_decision_time >= after {
-                *self = Calibration {
-                    comparisons: self.comparisons + 1,
-                    last_run: self.last_run,
-                    ..Calibration::default()
-                };
+            if mode == decided {
+                if self.recent.len() == SAMPLES_PER_MODE {
+                    self.recent.remove(0);
+                }
+                self.recent.push(elapsed);
+            }
+            if self.re_examine_now(decided) {
+                self.re_examine(decided, threads, hop);
             }
             return;
         }
@@ -117,21 +185,69 @@ impl Calibration {
                 }
             }
         }
-        if block_done(&self.single) && block_done(&self.pool) {
-            let second_fastest = |samples: &mut Vec<Duration>| {
-                samples.sort();
-                samples[1].as_secs_f64()
-            };
-            let pool_wins =
-                second_fastest(&mut self.pool) < second_fastest(&mut self.single) * POOL_ADVANTAGE;
-            let mode = if pool_wins {
-                Mode::Pool
-            } else {
-                Mode::SingleThread
-            };
-            tracing::debug!(?mode, single = ?self.single, pool = ?self.pool, "threading decided");
-            self.decided = Some(mode);
+        self.decide_when_ready(threads, hop);
+    }
+
+    /// Whether a decision in force is due for a fresh comparison: after a while (the first
+    /// decision for one thread sooner, see [`FIRST_RECHECK_AFTER`]), or at once when the pool's
+    /// latest runs are no faster than one thread was.
+    fn re_examine_now(&mut self, decided: Mode) -> bool {
+        let (every, after) = if self.comparisons == 0 && decided == Mode::SingleThread {
+            (FIRST_RECHECK_EVERY, FIRST_RECHECK_AFTER)
+        } else {
+            (RECHECK_EVERY, RECHECK_AFTER)
+        };
+        let pool_slowed = decided == Mode::Pool
+            && self.recent.len() == SAMPLES_PER_MODE
+            && second_fastest(&mut self.recent.clone()) >= self.one_thread_at_decision;
+        pool_slowed || (self.since_decision >= every && self.since_decision_time >= after)
+    }
+
+    /// Starts a fresh comparison in which the decided mode's latest runs stand as its samples
+    /// (the plan is warm: no cold run, no pool warm-up), so only the other mode runs.
+    fn re_examine(&mut self, decided: Mode, threads: usize, hop: Option<PoolHop>) {
+        let recent = std::mem::take(&mut self.recent);
+        let mut fresh = Calibration {
+            comparisons: self.comparisons + 1,
+            last_run: self.last_run,
+            warmed_single: true,
+            ..Calibration::default()
+        };
+        match decided {
+            Mode::SingleThread => fresh.single = recent,
+            Mode::Pool => {
+                fresh.pool_runs = POOL_WARM_UP_RUNS + recent.len();
+                fresh.pool = recent;
+            }
         }
+        *self = fresh;
+        self.decide_when_ready(threads, hop);
+    }
+
+    /// Decides once the samples allow it (see [`Calibration::record`]).
+    fn decide_when_ready(&mut self, threads: usize, hop: Option<PoolHop>) {
+        if !block_done(&self.single) {
+            return;
+        }
+        let one_thread = second_fastest(&mut self.single);
+        let over = PoolHop::over(hop, one_thread);
+        let mode = if self.pool_runs == 0 {
+            // Before the pool's block: try it only if it could win.
+            let best_pool = one_thread / threads.max(1) as f64 + over;
+            if best_pool < one_thread * POOL_ADVANTAGE {
+                return;
+            }
+            Mode::SingleThread
+        } else if !block_done(&self.pool) {
+            return;
+        } else if second_fastest(&mut self.pool) + over < one_thread * POOL_ADVANTAGE {
+            Mode::Pool
+        } else {
+            Mode::SingleThread
+        };
+        tracing::debug!(?mode, single = ?self.single, pool = ?self.pool, ?hop, "threading decided");
+        self.decided = Some(mode);
+        self.one_thread_at_decision = one_thread;
     }
 
     /// The decision, once made.
@@ -144,6 +260,12 @@ impl Calibration {
         self.decided == Some(Mode::SingleThread)
             && matches!(self.last_run, Some((Mode::SingleThread, took)) if took <= limit)
     }
+}
+
+/// A mode's second-fastest sample, in seconds.
+fn second_fastest(samples: &mut [Duration]) -> f64 {
+    samples.sort();
+    samples[1].as_secs_f64()
 }
 
 /// Whether a mode's samples are enough to judge it: [`SAMPLES_PER_MODE`], or fewer that each
@@ -161,8 +283,21 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    fn us(n: u64) -> Duration {
+        Duration::from_micros(n)
+    }
+
     /// Runs until a decision (at most 1000 runs); `took(mode, nth run in that mode)` in ms.
     fn calibrate(c: &mut Calibration, took: impl Fn(Mode, usize) -> u64) -> usize {
+        calibrate_with_hop(c, None, |mode, nth| took(mode, nth) * 1000)
+    }
+
+    /// As [`calibrate`], on 2 threads with `hop` charged, `took` in µs.
+    fn calibrate_with_hop(
+        c: &mut Calibration,
+        hop: Option<PoolHop>,
+        took: impl Fn(Mode, usize) -> u64,
+    ) -> usize {
         let (mut single, mut pool) = (0, 0);
         for run in 0..1000 {
             if c.decided().is_some() {
@@ -173,10 +308,70 @@ mod tests {
                 Mode::SingleThread => &mut single,
                 Mode::Pool => &mut pool,
             };
-            c.record(mode, ms(took(mode, *nth)));
+            c.record(mode, us(took(mode, *nth)), 2, hop);
             *nth += 1;
         }
         panic!("no decision after 1000 runs");
+    }
+
+    /// The browser's threaded module: runs of up to 4 ms on one thread stay on the page's thread.
+    fn hop(cost_us: u64) -> Option<PoolHop> {
+        Some(PoolHop {
+            cost: us(cost_us),
+            brief_limit: ms(4),
+        })
+    }
+
+    #[test]
+    fn the_pool_is_not_tried_where_a_perfect_split_plus_the_hop_cannot_beat_one_thread() {
+        // MTCNN's RNet in Chromium: 0.34 ms on one thread, the hop 0.17 ms; half of 0.34 plus
+        // the hop is no faster than 0.34.
+        let mut c = Calibration::default();
+        let runs = calibrate_with_hop(&mut c, hop(170), |mode, _| match mode {
+            Mode::SingleThread => 340,
+            Mode::Pool => panic!("the pool was tried"),
+        });
+        assert_eq!(c.decided(), Some(Mode::SingleThread));
+        assert_eq!(runs, 1 + SAMPLES_PER_MODE);
+        // Without the hop (natively) the same runs try the pool, and keep it if faster.
+        let mut native = Calibration::default();
+        calibrate_with_hop(&mut native, None, |mode, _| match mode {
+            Mode::SingleThread => 340,
+            Mode::Pool => 200,
+        });
+        assert_eq!(native.decided(), Some(Mode::Pool));
+    }
+
+    #[test]
+    fn the_hop_is_charged_to_the_pool_only_where_one_thread_runs_without_it() {
+        // 1 ms on one thread, 0.7 on the pool, 0.25 to reach it: 0.95 is not clearly faster.
+        let mut c = Calibration::default();
+        calibrate_with_hop(&mut c, hop(250), |mode, _| match mode {
+            Mode::SingleThread => 1000,
+            Mode::Pool => 700,
+        });
+        assert_eq!(c.decided(), Some(Mode::SingleThread));
+        // 10 ms on one thread is handed off as well: the hop costs both modes, the pool wins.
+        let mut long = Calibration::default();
+        calibrate_with_hop(&mut long, hop(2000), |mode, _| match mode {
+            Mode::SingleThread => 10_000,
+            Mode::Pool => 6000,
+        });
+        assert_eq!(long.decided(), Some(Mode::Pool));
+    }
+
+    #[test]
+    fn the_hop_charged_is_the_median_of_the_recent_ones() {
+        let mut hops = PoolHops::default();
+        assert_eq!(hops.estimate(), None, "nothing reported yet");
+        for cost in [150, 9000, 170, 160, 7000] {
+            hops.record(us(cost), ms(4));
+        }
+        assert_eq!(hops.estimate(), hop(170));
+        for _ in 0..HOPS_KEPT {
+            hops.record(us(300), ms(4));
+        }
+        assert_eq!(hops.estimate(), hop(300), "only the last {HOPS_KEPT} count");
     }
 
     #[test]
@@ -199,7 +394,7 @@ mod tests {
         ];
         for (expected, took) in runs {
             assert_eq!(c.next_mode(), expected);
-            c.record(expected, ms(took));
+            c.record(expected, ms(took), 2, None);
         }
         assert_eq!(c.decided(), Some(Mode::Pool));
         assert_eq!(c.next_mode(), Mode::Pool);
@@ -243,7 +438,7 @@ mod tests {
         ];
         for (expected, took) in runs {
             assert_eq!(c.next_mode(), expected);
-            c.record(expected, ms(took));
+            c.record(expected, ms(took), 2, None);
         }
         assert_eq!(c.decided(), Some(Mode::Pool));
         // Short runs still take their five samples of each.
@@ -269,9 +464,9 @@ mod tests {
         assert!(!c.brief_on_one_thread(ms(4)), "nothing decided yet");
         calibrate(&mut c, |mode, _| if mode == Mode::Pool { 3 } else { 1 });
         assert_eq!(c.decided(), Some(Mode::SingleThread));
-        c.record(Mode::SingleThread, ms(1));
+        c.record(Mode::SingleThread, ms(1), 2, None);
         assert!(c.brief_on_one_thread(ms(4)));
-        c.record(Mode::SingleThread, ms(5));
+        c.record(Mode::SingleThread, ms(5), 2, None);
         assert!(
             !c.brief_on_one_thread(ms(4)),
             "the last run took longer than the limit"
@@ -282,7 +477,7 @@ mod tests {
             |mode, _| if mode == Mode::Pool { 1 } else { 3 },
         );
         assert_eq!(pooled.decided(), Some(Mode::Pool));
-        pooled.record(Mode::Pool, ms(1));
+        pooled.record(Mode::Pool, ms(1), 2, None);
         assert!(!pooled.brief_on_one_thread(ms(4)), "the pool was chosen");
     }
 
@@ -290,30 +485,47 @@ mod tests {
     fn runs_until_re_examined(c: &mut Calibration, mode: Mode, took_ms: u64) -> usize {
         let mut runs = 0;
         while c.decided().is_some() {
-            c.record(mode, ms(took_ms));
+            c.record(mode, ms(took_ms), 2, None);
             runs += 1;
         }
         runs
     }
 
     #[test]
-    fn decisions_are_re_examined_after_enough_runs_and_time() {
+    fn a_pool_decision_stands_until_ten_seconds_have_run_or_its_runs_slow_down() {
         let mut c = Calibration::default();
         calibrate(&mut c, |mode, _| if mode == Mode::Pool { 5 } else { 10 });
         assert_eq!(c.decided(), Some(Mode::Pool));
-        let recheck = |c: &mut Calibration| runs_until_re_examined(c, Mode::Pool, 5) as u128;
-        // The first decision: 10 runs of 5 ms are only 0.05 s, it stands until 1 s has run.
-        assert_eq!(recheck(&mut c), FIRST_RECHECK_AFTER.as_millis() / 5);
-        assert_eq!(c.decided(), None, "a fresh comparison starts");
-        calibrate(&mut c, |mode, _| if mode == Mode::Pool { 5 } else { 10 });
-        // Later ones: 200 runs of 5 ms are only 1 s, the decision stands until 10 s have run.
-        assert_eq!(recheck(&mut c), RECHECK_AFTER.as_millis() / 5);
-        calibrate(&mut c, |mode, _| if mode == Mode::Pool { 12 } else { 10 });
-        assert_eq!(
-            c.decided(),
-            Some(Mode::SingleThread),
-            "the load changed: one thread now wins"
-        );
+        // As fast as when chosen: not re-examined after 1 s (200 runs of 5 ms), only after 10 s.
+        let runs = runs_until_re_examined(&mut c, Mode::Pool, 5) as u128;
+        assert_eq!(runs, RECHECK_AFTER.as_millis() / 5);
+        // Only one thread is timed again, without a cold run: the pool's latest runs stand.
+        let runs = calibrate(&mut c, |mode, _| match mode {
+            Mode::SingleThread => 10,
+            Mode::Pool => panic!("the pool was timed again"),
+        });
+        assert_eq!((runs, c.decided()), (SAMPLES_PER_MODE, Some(Mode::Pool)));
+        // The other core taken: the pool's runs slow to one thread's 10 ms, and five of them
+        // bring a fresh comparison, which one thread now wins.
+        let runs = runs_until_re_examined(&mut c, Mode::Pool, 10);
+        assert_eq!(runs, SAMPLES_PER_MODE);
+        calibrate(&mut c, |mode, _| match mode {
+            Mode::SingleThread => 10,
+            Mode::Pool => panic!("the pool was timed again"),
+        });
+        assert_eq!(c.decided(), Some(Mode::SingleThread));
+    }
+
+    #[test]
+    fn a_model_the_pool_cannot_speed_up_never_tries_it_also_when_re_examined() {
+        let mut c = Calibration::default();
+        for _ in 0..40_000 {
+            let mode = c.next_mode();
+            assert_eq!(mode, Mode::SingleThread, "the pool was tried");
+            c.record(mode, us(340), 2, hop(170)); // 13.6 s in all
+        }
+        assert_eq!(c.decided(), Some(Mode::SingleThread));
+        assert!(c.comparisons >= 2, "re-examined {} times", c.comparisons);
     }
 
     #[test]
@@ -337,11 +549,14 @@ mod tests {
         assert_eq!(c.decided(), Some(Mode::SingleThread));
         let mut runs = 0;
         while c.decided().is_some() {
-            c.record(Mode::SingleThread, ms(4));
+            c.record(Mode::SingleThread, ms(4), 2, None);
             runs += 1;
         }
         assert_eq!(runs, 250, "1 s of 4 ms runs");
-        calibrate(&mut c, |mode, _| if mode == Mode::Pool { 2 } else { 4 });
+        calibrate(&mut c, |mode, _| match mode {
+            Mode::SingleThread => panic!("one thread was timed again"),
+            Mode::Pool => 2,
+        });
         assert_eq!(c.decided(), Some(Mode::Pool));
     }
 }

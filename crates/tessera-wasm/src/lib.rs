@@ -14,7 +14,8 @@
 //! for it (see [`settle`]).
 //! The threaded module (feature `threads`, cpu only) runs each cpu run and profile on a worker
 //! of rayon's pool ([`on_pool`]): the page's thread may not block, and stays free meanwhile
-//! (but for runs of a few milliseconds on one thread, [`BRIEF_RUN`]). A
+//! (but for runs of a few milliseconds on one thread, [`BRIEF_RUN`]; each hop is timed and
+//! charged to the pool when a plan chooses between one thread and the pool). A
 //! panic on a worker traps that worker; the runs waiting on the pool then panic on the page's
 //! thread with its message ([`pool`]), so the instance is marked dead as for any trap.
 //! Natively this crate is empty: it is built for `wasm32-unknown-unknown` by `web/build.sh`.
@@ -191,7 +192,16 @@ impl WasmSession {
             let outputs = if session.brief_on_one_thread(&inputs, BRIEF_RUN) {
                 session.run(inputs)
             } else {
-                on_pool(move || session.run(inputs)).await
+                let handed_off = web_time::Instant::now();
+                let pooled = session.clone();
+                let (outputs, ran) = on_pool(move || {
+                    let started = web_time::Instant::now();
+                    (pooled.run(inputs), started.elapsed())
+                })
+                .await;
+                let hop = handed_off.elapsed().saturating_sub(ran);
+                session.record_pool_hop(hop, BRIEF_RUN).map_err(js_error)?;
+                outputs
             };
             #[cfg(not(feature = "threads"))]
             let outputs = session.run_async(inputs).await;

@@ -474,6 +474,22 @@ impl Session {
         }
     }
 
+    /// Tells the cpu backend's thread choice what handing a run to a pool thread cost the caller
+    /// beyond the run itself, for a caller that runs one-thread runs of at most `brief_limit`
+    /// where it is (the browser's threaded module): that hop is charged to the pool. Nothing on
+    /// GPU backends.
+    pub fn record_pool_hop(&self, cost: Duration, brief_limit: Duration) -> Result<()> {
+        match &self.engine {
+            #[cfg(feature = "cpu")]
+            Engine::Cpu(cpu) => cpu.record_pool_hop(cost, brief_limit),
+            #[allow(unreachable_patterns)]
+            _ => {
+                let _ = (cost, brief_limit);
+                Ok(())
+            }
+        }
+    }
+
     /// Whether runs on these inputs are still choosing between one thread and the pool (the cpu
     /// backend with several threads times both over its first runs of a plan); a benchmark that
     /// wants steady-state times runs until this is false. Always false on GPU backends.
