@@ -213,6 +213,19 @@ struct Layout {
     direct: bool,
 }
 
+/// Input channels per group below which a channels-first convolution is gathered rather than run
+/// tap by tap (see [`FastConv::shifted_taps`]). On wasm all of them are: in Chromium (SIMD128,
+/// 1 thread, Zen 4) the per-tap products lost at every depth measured, mtcnn_pnet's 10- and
+/// 16-channel convolutions 0.80 -> 0.58 and 1.91 -> 1.56 ms gathered, squeezenet's 16- and
+/// 32-channel ones 3.1 -> 2.1 and 2.5 -> 1.9 ms, the convolutions of resnet50, vgg19,
+/// inception_v1 and zfnet512 9-14% in all (docs/web.md). Channels-last ones (magika) have no
+/// gathered path and keep the taps.
+const MIN_SHIFTED_DEPTH: usize = if cfg!(target_family = "wasm") {
+    usize::MAX
+} else {
+    8
+};
+
 /// Output channels per group below which a convolution stays with tract. A few channels over
 /// many positions pay on gemm too (MTCNN's first layer: 3 → 10 channels over 118×158
 /// positions). Native, 1 thread, interleaved runs: mtcnn_pnet 0.83×, ppocr_mobile_cls 0.94× with
@@ -612,9 +625,9 @@ impl FastConv {
     /// gathered path (on 7×7 planes the taps' products are too small: 512 channels of a 3×3
     /// convolution took 7.7 ms this way, 3.3 gathered; 14×14 and wider gained 10-25%), and so
     /// do planes under 16 wide whose taps have few input channels (13×13 with 48 or 64: 10%
-    /// slower than gathered, where 256 channels at 14×14 gained 25%), and taps of fewer than 8
-    /// input channels (a 3-channel image: 9 products of depth 3 where gathering makes one of
-    /// depth 27; mtcnn_rnet and mtcnn_onet 10-12% faster gathered).
+    /// slower than gathered, where 256 channels at 14×14 gained 25%), and taps of fewer than
+    /// [`MIN_SHIFTED_DEPTH`] input channels (a 3-channel image: 9 products of depth 3 where
+    /// gathering makes one of depth 27; mtcnn_rnet and mtcnn_onet 10-12% faster gathered).
     fn shifted_taps(&self) -> Option<Shifted> {
         if self.tap_products {
             return None;
@@ -628,7 +641,7 @@ impl FastConv {
         let reach = |a: &Axis| (a.kernel - 1) * a.dilation;
         let group_in = self.in_channels / self.group.max(1);
         let wide = c.output >= 4 * reach(&c).max(1) && (c.output >= 16 || group_in >= 128);
-        let deep = group_in >= 8 || self.channels_last;
+        let deep = group_in >= MIN_SHIFTED_DEPTH || self.channels_last;
         if self.direct() || r.stride != 1 || c.stride != 1 || !wide || !deep {
             return None;
         }
