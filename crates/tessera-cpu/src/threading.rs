@@ -168,7 +168,7 @@ impl Calibration {
                 }
                 self.recent.push(elapsed);
             }
-            if self.re_examine_now(decided) {
+            if self.re_examine_now(decided, hop) {
                 self.re_examine(decided, threads, hop);
             }
             return;
@@ -190,8 +190,8 @@ impl Calibration {
 
     /// Whether a decision in force is due for a fresh comparison: after a while (the first
     /// decision for one thread sooner, see [`FIRST_RECHECK_AFTER`]), or at once when the pool's
-    /// latest runs are no faster than one thread was.
-    fn re_examine_now(&mut self, decided: Mode) -> bool {
+    /// latest runs, with the `hop`, are no faster than one thread was.
+    fn re_examine_now(&self, decided: Mode, hop: Option<PoolHop>) -> bool {
         let (every, after) = if self.comparisons == 0 && decided == Mode::SingleThread {
             (FIRST_RECHECK_EVERY, FIRST_RECHECK_AFTER)
         } else {
@@ -199,7 +199,8 @@ impl Calibration {
         };
         let pool_slowed = decided == Mode::Pool
             && self.recent.len() == SAMPLES_PER_MODE
-            && second_fastest(&mut self.recent.clone()) >= self.one_thread_at_decision;
+            && second_fastest(&self.recent) + PoolHop::over(hop, self.one_thread_at_decision)
+                >= self.one_thread_at_decision;
         pool_slowed || (self.since_decision >= every && self.since_decision_time >= after)
     }
 
@@ -229,7 +230,7 @@ impl Calibration {
         if !block_done(&self.single) {
             return;
         }
-        let one_thread = second_fastest(&mut self.single);
+        let one_thread = second_fastest(&self.single);
         let over = PoolHop::over(hop, one_thread);
         let mode = if self.pool_runs == 0 {
             // Before the pool's block: try it only if it could win.
@@ -240,7 +241,7 @@ impl Calibration {
             Mode::SingleThread
         } else if !block_done(&self.pool) {
             return;
-        } else if second_fastest(&mut self.pool) + over < one_thread * POOL_ADVANTAGE {
+        } else if second_fastest(&self.pool) + over < one_thread * POOL_ADVANTAGE {
             Mode::Pool
         } else {
             Mode::SingleThread
@@ -262,10 +263,17 @@ impl Calibration {
     }
 }
 
-/// A mode's second-fastest sample, in seconds.
-fn second_fastest(samples: &mut [Duration]) -> f64 {
-    samples.sort();
-    samples[1].as_secs_f64()
+/// A mode's second-fastest sample (of at least two), in seconds.
+fn second_fastest(samples: &[Duration]) -> f64 {
+    let (mut fastest, mut second) = (Duration::MAX, Duration::MAX);
+    for &sample in samples {
+        if sample < fastest {
+            (fastest, second) = (sample, fastest);
+        } else if sample < second {
+            second = sample;
+        }
+    }
+    second.as_secs_f64()
 }
 
 /// Whether a mode's samples are enough to judge it: [`SAMPLES_PER_MODE`], or fewer that each
@@ -314,6 +322,16 @@ mod tests {
         panic!("no decision after 1000 runs");
     }
 
+    /// The decision on 2 threads with `hop` charged, runs taking `single_us` and `pool_us`.
+    fn decision_with_hop(hop: Option<PoolHop>, single_us: u64, pool_us: u64) -> Option<Mode> {
+        let mut c = Calibration::default();
+        calibrate_with_hop(&mut c, hop, |mode, _| match mode {
+            Mode::SingleThread => single_us,
+            Mode::Pool => pool_us,
+        });
+        c.decided()
+    }
+
     /// The browser's threaded module: runs of up to 4 ms on one thread stay on the page's thread.
     fn hop(cost_us: u64) -> Option<PoolHop> {
         Some(PoolHop {
@@ -334,30 +352,37 @@ mod tests {
         assert_eq!(c.decided(), Some(Mode::SingleThread));
         assert_eq!(runs, 1 + SAMPLES_PER_MODE);
         // Without the hop (natively) the same runs try the pool, and keep it if faster.
-        let mut native = Calibration::default();
-        calibrate_with_hop(&mut native, None, |mode, _| match mode {
-            Mode::SingleThread => 340,
-            Mode::Pool => 200,
-        });
-        assert_eq!(native.decided(), Some(Mode::Pool));
+        assert_eq!(decision_with_hop(None, 340, 200), Some(Mode::Pool));
     }
 
     #[test]
     fn the_hop_is_charged_to_the_pool_only_where_one_thread_runs_without_it() {
         // 1 ms on one thread, 0.7 on the pool, 0.25 to reach it: 0.95 is not clearly faster.
-        let mut c = Calibration::default();
-        calibrate_with_hop(&mut c, hop(250), |mode, _| match mode {
-            Mode::SingleThread => 1000,
-            Mode::Pool => 700,
-        });
-        assert_eq!(c.decided(), Some(Mode::SingleThread));
+        assert_eq!(
+            decision_with_hop(hop(250), 1000, 700),
+            Some(Mode::SingleThread)
+        );
         // 10 ms on one thread is handed off as well: the hop costs both modes, the pool wins.
-        let mut long = Calibration::default();
-        calibrate_with_hop(&mut long, hop(2000), |mode, _| match mode {
-            Mode::SingleThread => 10_000,
-            Mode::Pool => 6000,
+        assert_eq!(decision_with_hop(hop(2000), 10_000, 6000), Some(Mode::Pool));
+    }
+
+    #[test]
+    fn a_pool_chosen_for_brief_runs_is_re_examined_once_its_runs_and_hop_lose() {
+        // 1 ms on one thread, 0.6 on the pool + 0.2 to reach it: the pool. Its runs slow to 0.85,
+        // which with the hop no longer beat one thread: five such runs bring a fresh comparison.
+        let mut c = Calibration::default();
+        calibrate_with_hop(&mut c, hop(200), |mode, _| match mode {
+            Mode::SingleThread => 1000,
+            Mode::Pool => 600,
         });
-        assert_eq!(long.decided(), Some(Mode::Pool));
+        assert_eq!(c.decided(), Some(Mode::Pool));
+        let mut runs = 0;
+        while c.decided().is_some() {
+            c.record(Mode::Pool, us(850), 2, hop(200));
+            runs += 1;
+            assert!(runs <= SAMPLES_PER_MODE, "not re-examined");
+        }
+        assert_eq!(runs, SAMPLES_PER_MODE);
     }
 
     #[test]
