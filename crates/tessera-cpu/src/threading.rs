@@ -79,11 +79,12 @@ impl PoolHop {
 }
 
 /// The hop costs a caller reported, most recent last: the pool's charge is their median, since
-/// a hop slowed by the machine (several ms on a busy VM) is noise, not the hop's price.
+/// a hop slowed by the machine (several ms on a busy VM) is noise, not the hop's price. The
+/// median is kept as each hop is reported, so that a run reads it without sorting.
 #[derive(Debug, Default)]
 pub struct PoolHops {
     recent: std::collections::VecDeque<Duration>,
-    brief_limit: Duration,
+    median: Option<PoolHop>,
 }
 
 /// Hops kept for the median.
@@ -97,18 +98,21 @@ impl PoolHops {
             self.recent.pop_front();
         }
         self.recent.push_back(cost);
-        self.brief_limit = brief_limit;
+        let mut costs = [Duration::ZERO; HOPS_KEPT];
+        let costs = &mut costs[..self.recent.len()];
+        for (slot, &cost) in costs.iter_mut().zip(&self.recent) {
+            *slot = cost;
+        }
+        costs.sort_unstable();
+        self.median = Some(PoolHop {
+            cost: costs[costs.len() / 2],
+            brief_limit,
+        });
     }
 
     /// The hop a pooled run costs, once one has been reported.
     pub fn estimate(&self) -> Option<PoolHop> {
-        let mut costs: Vec<Duration> = self.recent.iter().copied().collect();
-        costs.sort();
-        let cost = *costs.get(costs.len() / 2)?;
-        Some(PoolHop {
-            cost,
-            brief_limit: self.brief_limit,
-        })
+        self.median
     }
 }
 
