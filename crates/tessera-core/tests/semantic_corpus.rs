@@ -11,7 +11,10 @@ use tessera_core::{DType, Dim, Model, Tensor};
 use tessera_cpu::{CpuOptions, CpuSession};
 
 fn feed(dtype: DType, shape: Vec<usize>) -> Option<Tensor> {
-    let len: usize = shape.iter().product();
+    // Checked: a damaged model's dims may overflow (a debug build's `product` panics).
+    let len = shape
+        .iter()
+        .try_fold(1usize, |len, &d| len.checked_mul(d))?;
     if len > 1 << 22 {
         return None;
     }

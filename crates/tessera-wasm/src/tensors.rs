@@ -109,7 +109,7 @@ pub fn tensor_to_js(name: &str, tensor: Tensor) -> Result<JsValue, JsError> {
         .iter()
         .map(|&d| JsValue::from_f64(d as f64))
         .collect();
-    let bytes = Uint8Array::from(tensor.data().to_le_bytes().as_slice());
+    let bytes = Uint8Array::from(&*tensor.data().as_le_bytes());
     let buffer = bytes.buffer();
     let data: JsValue = match dtype {
         DType::F32 => js_sys::Float32Array::new(&buffer).into(),

@@ -7,6 +7,8 @@ pub mod onnx_pb;
 
 use crate::{DType, Error, Result};
 use half::f16;
+use std::borrow::Cow;
+use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 /// The elements of a tensor, one vector type per [`DType`].
 #[derive(Debug, Clone, PartialEq)]
@@ -126,47 +128,33 @@ impl TensorData {
                 ),
             ));
         }
-        macro_rules! decode {
-            ($t:ty, $variant:ident) => {
-                TensorData::$variant(
-                    bytes
-                        .chunks_exact(size)
-                        .map(|c| <$t>::from_le_bytes(std::array::from_fn(|i| c[i])))
-                        .collect(),
-                )
-            };
-        }
         Ok(match dtype {
-            DType::F32 => decode!(f32, F32),
-            DType::F64 => decode!(f64, F64),
-            DType::F16 => decode!(f16, F16),
-            DType::I8 => decode!(i8, I8),
-            DType::I16 => decode!(i16, I16),
-            DType::I32 => decode!(i32, I32),
-            DType::I64 => decode!(i64, I64),
+            DType::F32 => TensorData::F32(decode_le(bytes)),
+            DType::F64 => TensorData::F64(decode_le(bytes)),
+            DType::F16 => TensorData::F16(decode_le(bytes)),
+            DType::I8 => TensorData::I8(decode_le(bytes)),
+            DType::I16 => TensorData::I16(decode_le(bytes)),
+            DType::I32 => TensorData::I32(decode_le(bytes)),
+            DType::I64 => TensorData::I64(decode_le(bytes)),
             DType::U8 => TensorData::U8(bytes.to_vec()),
-            DType::U16 => decode!(u16, U16),
-            DType::U32 => decode!(u32, U32),
-            DType::U64 => decode!(u64, U64),
+            DType::U16 => TensorData::U16(decode_le(bytes)),
+            DType::U32 => TensorData::U32(decode_le(bytes)),
+            DType::U64 => TensorData::U64(decode_le(bytes)),
             DType::Bool => TensorData::Bool(bytes.iter().map(|&b| b != 0).collect()),
         })
     }
 
     /// Encodes as little-endian bytes.
     pub fn to_le_bytes(&self) -> Vec<u8> {
+        self.as_le_bytes().into_owned()
+    }
+
+    /// The elements as little-endian bytes: their own memory on a little-endian target (every
+    /// target Tessera ships), a copy for booleans and on big-endian targets.
+    pub fn as_le_bytes(&self) -> Cow<'_, [u8]> {
         match self {
-            TensorData::Bool(v) => v.iter().map(|&b| b as u8).collect(),
-            TensorData::U8(v) => v.clone(),
-            TensorData::I8(v) => v.iter().map(|&x| x as u8).collect(),
-            TensorData::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            TensorData::F64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            TensorData::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            TensorData::I16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            TensorData::I32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            TensorData::I64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            TensorData::U16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            TensorData::U32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            TensorData::U64(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            TensorData::Bool(v) => Cow::Owned(v.iter().map(|&b| b as u8).collect()),
+            _ => with_data!(self, v => encode_le(v)),
         }
     }
 
@@ -330,6 +318,33 @@ impl Tensor {
     }
 }
 
+/// Elements from their little-endian bytes (a whole number of them) in one copy. Element by
+/// element, decoding mtcnn_pnet's 230 KB input and encoding its 99 KB of outputs took 0.45 ms
+/// of each 4.3 ms run in wasm (opt-level "s" leaves such loops scalar).
+fn decode_le<T: FromBytes + IntoBytes + Clone>(bytes: &[u8]) -> Vec<T> {
+    let mut elements = vec![T::new_zeroed(); bytes.len() / size_of::<T>()];
+    elements.as_mut_bytes().copy_from_slice(bytes);
+    if cfg!(target_endian = "big") {
+        swap_each_element(elements.as_mut_bytes(), size_of::<T>());
+    }
+    elements
+}
+
+/// The elements' little-endian bytes: their own memory where the target is little-endian.
+fn encode_le<T: IntoBytes + Immutable>(elements: &[T]) -> Cow<'_, [u8]> {
+    let bytes = elements.as_bytes();
+    if cfg!(target_endian = "big") {
+        let mut swapped = bytes.to_vec();
+        swap_each_element(&mut swapped, size_of::<T>());
+        return Cow::Owned(swapped);
+    }
+    Cow::Borrowed(bytes)
+}
+
+fn swap_each_element(bytes: &mut [u8], size: usize) {
+    bytes.chunks_exact_mut(size).for_each(<[u8]>::reverse);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,5 +367,33 @@ mod tests {
         assert!(err.to_string().contains("too large"), "{err}");
         assert!(Tensor::zeros(DType::F64, vec![1 << 61]).is_err());
         assert_eq!(Tensor::zeros(DType::I16, vec![2, 3]).unwrap().len(), 6);
+    }
+
+    /// Little-endian bytes decode to the elements they spell and encode back to themselves, for
+    /// every element type; a partial element is an error.
+    #[test]
+    fn little_endian_bytes_round_trip() {
+        let f32_bytes = [0x00, 0x00, 0xc0, 0x3f, 0x00, 0x00, 0x20, 0xc1];
+        let data = TensorData::from_le_bytes(DType::F32, &f32_bytes).unwrap();
+        assert_eq!(data, TensorData::F32(vec![1.5, -10.0]));
+        assert_eq!(data.to_le_bytes(), f32_bytes);
+        let i64_bytes = [0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+        let data = TensorData::from_le_bytes(DType::I64, &i64_bytes).unwrap();
+        assert_eq!(data, TensorData::I64(vec![-2]));
+        let data = TensorData::from_le_bytes(DType::U16, &[0x34, 0x12, 0xff, 0xff]).unwrap();
+        assert_eq!(data, TensorData::U16(vec![0x1234, 0xffff]));
+        let data = TensorData::from_le_bytes(DType::F16, &[0x00, 0x3c]).unwrap();
+        assert_eq!(data, TensorData::F16(vec![f16::ONE]));
+        let data = TensorData::from_le_bytes(DType::Bool, &[0, 1, 7]).unwrap();
+        assert_eq!(data, TensorData::Bool(vec![false, true, true]));
+        assert_eq!(data.to_le_bytes(), [0, 1, 1]);
+        let bytes: Vec<u8> = (0u8..24).collect();
+        for dtype in DType::ALL.into_iter().filter(|&d| d != DType::Bool) {
+            let data = TensorData::from_le_bytes(dtype, &bytes).unwrap();
+            assert_eq!(data.len(), 24 / dtype.size_of(), "{dtype}");
+            assert_eq!(data.to_le_bytes(), bytes, "{dtype}");
+        }
+        let err = TensorData::from_le_bytes(DType::F32, &bytes[..7]).unwrap_err();
+        assert!(err.to_string().contains("7 bytes"), "{err}");
     }
 }
