@@ -1,8 +1,9 @@
 // Benchmark (not a test): the shared real models in one headless Chromium, on Tessera's cpu
-// (wasm SIMD) and webgpu backends and on onnxruntime-web's wasm and webgpu backends, interleaved
-// per model, both on the same number of cpu threads (a cross-origin isolated page). Prints
-// median latencies and ratios tessera/ort, one table per thread count.
-// Usage: node bench/browser_vs_ort_web.mjs [--runs N] [--warmup W] [--models a,b] [--backends cpu,webgpu]
+// (wasm SIMD) and webgpu backends and on onnxruntime-web's wasm and webgpu backends, both on the
+// same number of cpu threads (a cross-origin isolated page). Each model's two sessions of a backend
+// are open at once and take turns: W warm-up runs each, then R rounds of N timed runs each
+// (measure.js). Prints median latencies and ratios tessera/ort, one table per thread count.
+// Usage: node bench/browser_vs_ort_web.mjs [--runs N] [--rounds R] [--warmup W] [--models a,b] [--backends cpu,webgpu]
 //   [--threads 1,2]: the cpu thread counts (default 1); a fresh page for each.
 //   [--profile N]: after the table, Tessera's cpu time per op type for each model (N runs).
 import { chromium } from 'playwright-core';
@@ -10,8 +11,9 @@ import { startServer } from '../test/serve.mjs';
 import { sharedModels } from '../test/models.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, arg, i, all) => (arg.startsWith('--') ? [...pairs, [arg.slice(2), all[i + 1]]] : pairs), []));
-const runs = Number(args.runs ?? 10);
-const warmup = Number(args.warmup ?? 2);
+const runs = Number(args.runs ?? 5);
+const rounds = Number(args.rounds ?? 3);
+const warmup = Number(args.warmup ?? 30);
 const only = args.models?.split(',');
 const backends = (args.backends ?? 'cpu,webgpu').split(',');
 const profileRuns = args.profile ? Number(args.profile) : 0;
@@ -27,7 +29,7 @@ for (const threads of threadCounts) {
   await page.waitForFunction(() => window.benchReady === true);
   const adapter = await page.evaluate(async () => (await navigator.gpu?.requestAdapter())?.info?.architecture ?? 'none');
   const cores = await page.evaluate(() => navigator.hardwareConcurrency);
-  console.log(`Chromium ${browser.version()}, ${cores} cores, WebGPU adapter: ${adapter}; median of ${runs} runs after ${warmup} warm-up; cpu on ${threads} thread(s) each` +
+  console.log(`Chromium ${browser.version()}, ${cores} cores, WebGPU adapter: ${adapter}; median of ${rounds} rounds of ${runs} runs after ${warmup} warm-up, the runtimes taking turns; cpu on ${threads} thread(s) each` +
     (threads > cores ? ` (tessera on ${cores}: it runs at most one thread per core)` : ''));
 
   const fmt = (r) => (r.error === 'not measured' ? '–' : r.error ? 'error' : r.ms.toFixed(1));
@@ -37,12 +39,11 @@ for (const threads of threadCounts) {
   console.log('| --- | --- | --- | --- | --- | --- | --- |');
   for (const model of models) {
     const r = {};
-    for (const [key, runtime, backend] of [['tc', 'tessera', 'cpu'], ['oc', 'ort', 'wasm'], ['tg', 'tessera', 'webgpu'], ['og', 'ort', 'webgpu']]) {
-      if (!backends.includes(backend === 'wasm' ? 'cpu' : backend)) {
-        r[key] = { error: 'not measured' };
-        continue;
-      }
-      r[key] = await page.evaluate(([n, f, rt, b, w, k]) => window.bench(n, f, rt, b, w, k), [model.name, model.files, runtime, backend, warmup, runs]);
+    for (const [backend, contenders] of [['cpu', { tc: { runtime: 'tessera', backend: 'cpu' }, oc: { runtime: 'ort', backend: 'wasm' } }], ['webgpu', { tg: { runtime: 'tessera', backend: 'webgpu' }, og: { runtime: 'ort', backend: 'webgpu' } }]]) {
+      const measured = backends.includes(backend)
+        ? await page.evaluate(([n, f, c, w, k, rr]) => window.bench(n, f, c, w, k, rr), [model.name, model.files, contenders, warmup, runs, rounds])
+        : Object.fromEntries(Object.keys(contenders).map((key) => [key, { error: 'not measured' }]));
+      Object.assign(r, measured);
     }
     rows.push(r);
     console.log(`| ${model.name} | ${fmt(r.tc)} | ${fmt(r.oc)} | ${ratio(r.tc, r.oc)} | ${fmt(r.tg)} | ${fmt(r.og)} | ${ratio(r.tg, r.og)} |`);

@@ -13,36 +13,77 @@ export async function feedsFor(read, tessera, name, files, api) {
   return feeds;
 }
 
-/**
- * Median latency (ms) of `runs` runs after `warmup` of `name` on `backend` of `runtime`
- * ('tessera' or 'ort'), on `threads` cpu threads, or the error message.
- */
-export async function measure({ read, tessera, ort }, { name, files, runtime, backend, threads, warmup, runs }) {
+const errorOf = (error) => ({ error: String(error.message ?? error).slice(0, 160) });
+
+/** A session of `runtime` ('tessera' or 'ort') on `backend` with the model's feeds. */
+async function open({ read, tessera, ort }, { name, files, threads }, { runtime, backend }) {
+  const bytes = await read(`${name}/model.onnx`);
+  const api = runtime === 'tessera' ? tessera : ort;
+  // onnxruntime-web's session logs its graph optimizer's warnings ("Removing initializer ...")
+  // whatever `env.logLevel` says; severity 3 keeps errors only.
+  const options = runtime === 'tessera' ? { backend } : { executionProviders: [backend], graphOptimizationLevel: 'all', logSeverityLevel: 3 };
+  const session = await api.InferenceSession.create(bytes, options);
   try {
-    const bytes = await read(`${name}/model.onnx`);
-    const api = runtime === 'tessera' ? tessera : ort;
-    // onnxruntime-web's session logs its graph optimizer's warnings ("Removing initializer ...")
-    // whatever `env.logLevel` says; severity 3 keeps errors only.
-    const options = runtime === 'tessera' ? { backend } : { executionProviders: [backend], graphOptimizationLevel: 'all', logSeverityLevel: 3 };
-    const session = await api.InferenceSession.create(bytes, options);
     // Tessera runs at most one thread per core (onnxruntime-web runs what it is told).
     const cores = globalThis.navigator?.hardwareConcurrency ?? (await import('node:os')).availableParallelism();
     const expected = Math.min(threads, cores);
     if (runtime === 'tessera' && backend === 'cpu' && session.numThreads !== expected) {
       throw new Error(`tessera runs on ${session.numThreads} threads, not ${expected}: ${session.backendReason}`);
     }
-    const feeds = await feedsFor(read, tessera, name, files, api);
-    const times = [];
-    for (let i = 0; i < warmup + runs; i++) {
-      const started = performance.now();
-      const out = await session.run(feeds);
-      // onnxruntime-web's webgpu outputs come back to the cpu like Tessera's.
-      for (const t of Object.values(out)) if (t.getData) await t.getData();
-      if (i >= warmup) times.push(performance.now() - started);
-    }
-    await session.release();
-    return { ms: median(times) };
+    return { session, feeds: await feedsFor(read, tessera, name, files, api), times: [] };
   } catch (error) {
-    return { error: String(error.message ?? error).slice(0, 160) };
+    await session.release();
+    throw error;
   }
+}
+
+/** One run's latency in ms, outputs on the cpu. */
+async function timedRun({ session, feeds }) {
+  const started = performance.now();
+  const out = await session.run(feeds);
+  // onnxruntime-web's webgpu outputs come back to the cpu like Tessera's.
+  for (const t of Object.values(out)) if (t.getData) await t.getData();
+  return performance.now() - started;
+}
+
+/**
+ * Median latencies (ms) of one model on several runtimes, measured side by side. `contenders`:
+ * `{ key: { runtime: 'tessera' | 'ort', backend } }`; resolves to `{ key: { ms } | { error } }`.
+ * Every session is opened and given `warmup` runs, then each of `rounds` rounds gives every
+ * session `runs` timed runs in turn: a slow stretch of a shared machine (seconds long on the
+ * benchmark VMs) then falls on all of them, not on whichever ran through it.
+ */
+export async function measureSideBySide(api, { name, files, threads, warmup, runs, rounds }, contenders) {
+  const result = {};
+  const opened = {};
+  try {
+    for (const [key, contender] of Object.entries(contenders)) {
+      try {
+        opened[key] = await open(api, { name, files, threads }, contender);
+      } catch (error) {
+        result[key] = errorOf(error);
+      }
+    }
+    const running = () => Object.entries(opened).filter(([key]) => !result[key]);
+    for (const [key, entry] of running()) {
+      try {
+        for (let i = 0; i < warmup; i++) await timedRun(entry);
+      } catch (error) {
+        result[key] = errorOf(error);
+      }
+    }
+    for (let round = 0; round < rounds; round++) {
+      for (const [key, entry] of running()) {
+        try {
+          for (let i = 0; i < runs; i++) entry.times.push(await timedRun(entry));
+        } catch (error) {
+          result[key] = errorOf(error);
+        }
+      }
+    }
+    for (const [key, entry] of running()) result[key] = { ms: median(entry.times) };
+  } finally {
+    for (const entry of Object.values(opened)) await entry.session.release();
+  }
+  return result;
 }

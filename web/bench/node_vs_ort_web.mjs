@@ -1,20 +1,22 @@
 // Benchmark (not a test): the shared real models in Node.js on Tessera's cpu (the one-threaded
 // module, or the threaded one on a pool of worker_threads) and on onnxruntime-web's wasm backend,
-// interleaved per model, both on the same number of threads. Prints median latencies and ratios
-// tessera/ort, one table per thread count; each thread count runs in a fresh Node.js process,
-// since onnxruntime-web reads its setting once, when its module starts.
-// Usage: node bench/node_vs_ort_web.mjs [--runs N] [--warmup W] [--models a,b] [--threads 1,2]
+// both on the same number of threads, each model's two sessions open at once and taking turns
+// (W warm-up runs each, then R rounds of N timed runs each: measure.js). Prints median latencies
+// and ratios tessera/ort, one table per thread count; each thread count runs in a fresh Node.js
+// process, since onnxruntime-web reads its setting once, when its module starts.
+// Usage: node bench/node_vs_ort_web.mjs [--runs N] [--rounds R] [--warmup W] [--models a,b] [--threads 1,2]
 import { spawnSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { modelsDir, sharedModels } from '../test/models.mjs';
-import { measure } from './measure.js';
+import { measureSideBySide } from './measure.js';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, arg, i, all) => (arg.startsWith('--') ? [...pairs, [arg.slice(2), all[i + 1]]] : pairs), []));
-const runs = Number(args.runs ?? 10);
-const warmup = Number(args.warmup ?? 2);
+const runs = Number(args.runs ?? 5);
+const rounds = Number(args.rounds ?? 3);
+const warmup = Number(args.warmup ?? 30);
 const only = args.models?.split(',');
 const models = sharedModels().filter((m) => !only || only.includes(m.name));
 
@@ -32,15 +34,13 @@ if (args.child === undefined) {
   tessera.env.wasm.numThreads = threads;
   const read = async (path) => new Uint8Array(await readFile(join(modelsDir, path)));
 
-  console.log(`Node.js ${process.version}, ${cpus().length} cores (${cpus()[0]?.model}), onnxruntime-web ${ort.env.versions?.web ?? '?'}; median of ${runs} runs after ${warmup} warm-up; cpu on ${threads} thread(s) each`);
+  console.log(`Node.js ${process.version}, ${cpus().length} cores (${cpus()[0]?.model}), onnxruntime-web ${ort.env.versions?.web ?? '?'}; median of ${rounds} rounds of ${runs} runs after ${warmup} warm-up, the runtimes taking turns; cpu on ${threads} thread(s) each`);
   console.log('| model | tessera ms | ort-web ms | ratio |');
   console.log('| --- | --- | --- | --- |');
   const ratios = [];
   for (const model of models) {
-    const r = {};
-    for (const runtime of ['tessera', 'ort']) {
-      r[runtime] = await measure({ read, tessera, ort }, { name: model.name, files: model.files, runtime, backend: runtime === 'ort' ? 'wasm' : 'cpu', threads, warmup, runs });
-    }
+    const contenders = { tessera: { runtime: 'tessera', backend: 'cpu' }, ort: { runtime: 'ort', backend: 'wasm' } };
+    const r = await measureSideBySide({ read, tessera, ort }, { name: model.name, files: model.files, threads, warmup, runs, rounds }, contenders);
     const ok = !r.tessera.error && !r.ort.error;
     if (ok) ratios.push(r.tessera.ms / r.ort.ms);
     const fmt = (x) => (x.error ? 'error' : x.ms.toFixed(1));
