@@ -202,9 +202,18 @@ impl FastMatMul {
         })
     }
 
-    /// Whether the product is wide enough for `gemm` (see [`MIN_SIDE`](super::gemm_common::MIN_SIDE)).
-    pub fn worth_it(&self) -> bool {
-        self.m.len.min(self.n.len) >= super::gemm_common::MIN_SIDE
+    /// Whether the product is wide enough for `gemm` (see [`MIN_SIDE`](super::gemm_common::MIN_SIDE)):
+    /// both sides, or the side of the operand that is not constant when the constant one is
+    /// narrow. `gemm` packs a constant on every call, but a narrow one (a 1×1 convolution's few
+    /// output channels: MTCNN's 2- and 4-channel heads over 4,125 positions) costs next to
+    /// nothing, and tract packs the other operand on every call too, into 8-row tiles the few
+    /// channels fill in part.
+    pub fn worth_it(&self, a_constant: bool, b_constant: bool) -> bool {
+        let (m, n) = (self.m.len, self.n.len);
+        let wide = |side: usize| side >= super::gemm_common::MIN_SIDE;
+        (wide(m) && wide(n))
+            || (a_constant && m >= 2 && wide(n))
+            || (b_constant && n >= 2 && wide(m))
     }
 
     /// `c` = the product of `a` and `b`, finished by the epilogue.

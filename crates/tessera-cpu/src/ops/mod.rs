@@ -245,7 +245,11 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
                 let shapes = concrete_input_shapes(model, node)?;
                 FastMatMul::for_op(op, &shapes[0], &shapes[1])
             })
-            .filter(FastMatMul::worth_it)
+            .filter(|fast| {
+                let constant =
+                    |i: usize| (model.outlet_fact(node.inputs[i])).is_ok_and(|f| f.konst.is_some());
+                fast.worth_it(constant(0), constant(1))
+            })
         {
             model.node_mut(id).op = Box::new(fast);
             continue;
