@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-/// Samples taken per mode before deciding, after each mode's warm-up ([`WARM_UP`]).
+/// Samples taken per mode before deciding, after the plan's cold first run and the pool's warm-up.
 /// Each mode is judged by its second-fastest sample: noise on a shared machine only adds time,
 /// so the fast runs carry the signal (with 3 samples and their median, two slowed runs of the
 /// pool kept one thread on magika, where the pool is 1.5× faster), and not the very fastest, so
@@ -30,16 +30,13 @@ const SAMPLES_PER_MODE: usize = 5;
 /// the decision coming after a dozen.
 const LONG_RUN: Duration = Duration::from_millis(200);
 const MIN_SAMPLES_PER_MODE: usize = 2;
-/// Work in a mode before its runs are timed (always at least its first run), or [`WARM_UP_RUNS`]
-/// runs if those come first: on a model of a fraction of a millisecond 150 ms are hundreds of
-/// runs, all before any decision (a page's first 300 runs of MTCNN's RNet in Chromium, 0.4 ms
-/// each on the pool against 0.3 on one thread). The pool's other workers spin while a run lasts
-/// (`awake_helpers`), so a short warm-up finds them awake. One thread warms up too: in a
-/// browser a plan's first runs compete with the page's start (V8 compiling the module's code
-/// with its optimizing tier, other modules loading): in Chromium at 2 threads MTCNN's ONet took
-/// 3-22 ms a run over its first 20 runs and 2.3-2.7 ms after 40, PNet 5-7 ms, then 2.3-2.4.
-const WARM_UP: Duration = Duration::from_millis(150);
-const WARM_UP_RUNS: usize = 10;
+/// Pooled work before the pool's runs are timed (always at least its first run), or
+/// [`POOL_WARM_UP_RUNS`] runs if those come first: on a model of a fraction of a millisecond
+/// 150 ms are hundreds of runs, all on the pool before any decision (a page's first 300 runs of
+/// MTCNN's RNet in Chromium, 0.4 ms each against 0.3 on one thread). The pool's other workers
+/// spin while a run lasts (`awake_helpers`), so a short warm-up finds them awake.
+const POOL_WARM_UP: Duration = Duration::from_millis(150);
+const POOL_WARM_UP_RUNS: usize = 10;
 /// The pool must beat one thread by this factor to be kept: on a busy or small machine a pool
 /// that is only marginally faster in calibration is often slower afterwards (its idle workers
 /// spin and compete with the caller), and ties go to one thread.
@@ -60,11 +57,6 @@ const RECHECK_AFTER: Duration = Duration::from_secs(10);
 /// thread's speed a second in (Chromium, inception_v1: 115 ms against 61).
 const FIRST_RECHECK_EVERY: usize = 10;
 const FIRST_RECHECK_AFTER: Duration = Duration::from_secs(1);
-/// ...unless one thread's runs were this short: re-timing them then costs at most five such runs,
-/// once, and a first decision for the pool is re-examined after [`FIRST_RECHECK_EVERY`] runs.
-/// A decision made on samples slowed by the page's start (see [`WARM_UP`]) is then corrected
-/// within a few ms instead of 10 s.
-const CHEAP_RECHECK_RUN: Duration = Duration::from_millis(10);
 
 /// What a run on the pool costs its caller beyond the run itself, against a one-thread run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,9 +126,9 @@ pub enum Mode {
 /// The per-plan calibration state.
 #[derive(Debug, Default)]
 pub struct Calibration {
-    /// Time each mode's block has run so far, and its runs.
-    single_block: Duration,
-    single_runs: usize,
+    /// Whether the single-threaded block's cold first run has been seen.
+    warmed_single: bool,
+    /// Time the pool's block has run so far, and its runs.
     pool_block: Duration,
     pool_runs: usize,
     single: Vec<Duration>,
@@ -185,33 +177,29 @@ impl Calibration {
             }
             return;
         }
-        let (block, runs, samples) = match mode {
-            Mode::SingleThread => (
-                &mut self.single_block,
-                &mut self.single_runs,
-                &mut self.single,
-            ),
-            Mode::Pool => (&mut self.pool_block, &mut self.pool_runs, &mut self.pool),
-        };
-        let (warmed_for, warm_runs) = (*block, *runs);
-        *block += elapsed;
-        *runs += 1;
-        if warm_runs > 0 && (warmed_for >= WARM_UP || warm_runs >= WARM_UP_RUNS) {
-            samples.push(elapsed);
+        match mode {
+            Mode::SingleThread if !self.warmed_single => self.warmed_single = true,
+            Mode::SingleThread => self.single.push(elapsed),
+            Mode::Pool => {
+                let (warmed_for, warm_runs) = (self.pool_block, self.pool_runs);
+                self.pool_block += elapsed;
+                self.pool_runs += 1;
+                if warm_runs > 0 && (warmed_for >= POOL_WARM_UP || warm_runs >= POOL_WARM_UP_RUNS) {
+                    self.pool.push(elapsed);
+                }
+            }
         }
         self.decide_when_ready(threads, hop);
     }
 
-    /// Whether a decision in force is due for a fresh comparison: after a while (a first
-    /// decision sooner: for one thread, see [`FIRST_RECHECK_AFTER`]; for the pool, where one
-    /// thread's runs are short, [`CHEAP_RECHECK_RUN`]), or at once when the pool's latest runs,
-    /// with the `hop`, are no faster than one thread was.
+    /// Whether a decision in force is due for a fresh comparison: after a while (the first
+    /// decision for one thread sooner, see [`FIRST_RECHECK_AFTER`]), or at once when the pool's
+    /// latest runs, with the `hop`, are no faster than one thread was.
     fn re_examine_now(&self, decided: Mode, hop: Option<PoolHop>) -> bool {
-        let cheap = self.one_thread_at_decision <= CHEAP_RECHECK_RUN.as_secs_f64();
-        let (every, after) = match (self.comparisons, decided) {
-            (0, Mode::SingleThread) => (FIRST_RECHECK_EVERY, FIRST_RECHECK_AFTER),
-            (0, Mode::Pool) if cheap => (FIRST_RECHECK_EVERY, Duration::ZERO),
-            _ => (RECHECK_EVERY, RECHECK_AFTER),
+        let (every, after) = if self.comparisons == 0 && decided == Mode::SingleThread {
+            (FIRST_RECHECK_EVERY, FIRST_RECHECK_AFTER)
+        } else {
+            (RECHECK_EVERY, RECHECK_AFTER)
         };
         let pool_slowed = decided == Mode::Pool
             && self.recent.len() == SAMPLES_PER_MODE
@@ -227,14 +215,13 @@ impl Calibration {
         let mut fresh = Calibration {
             comparisons: self.comparisons + 1,
             last_run: self.last_run,
-            // Warm: one thread's runs are timed from the first (the pool, idle since, warms up).
-            single_runs: WARM_UP_RUNS,
+            warmed_single: true,
             ..Calibration::default()
         };
         match decided {
             Mode::SingleThread => fresh.single = recent,
             Mode::Pool => {
-                fresh.pool_runs = WARM_UP_RUNS + recent.len();
+                fresh.pool_runs = POOL_WARM_UP_RUNS + recent.len();
                 fresh.pool = recent;
             }
         }
@@ -367,7 +354,7 @@ mod tests {
             Mode::Pool => panic!("the pool was tried"),
         });
         assert_eq!(c.decided(), Some(Mode::SingleThread));
-        assert_eq!(runs, WARM_UP_RUNS + SAMPLES_PER_MODE);
+        assert_eq!(runs, 1 + SAMPLES_PER_MODE);
         // Without the hop (natively) the same runs try the pool, and keep it if faster.
         assert_eq!(decision_with_hop(None, 340, 200), Some(Mode::Pool));
     }
@@ -421,7 +408,6 @@ mod tests {
         let mut c = Calibration::default();
         let runs = [
             (Mode::SingleThread, 90), // the plan's cold first run, not counted
-            (Mode::SingleThread, 60), // one thread warming up: not counted until 150 ms have run
             (Mode::SingleThread, 10),
             (Mode::SingleThread, 11),
             (Mode::SingleThread, 10),
@@ -452,7 +438,7 @@ mod tests {
             Mode::Pool => 4,
         });
         assert_eq!(c.decided(), Some(Mode::SingleThread));
-        assert_eq!(runs, WARM_UP_RUNS + 5 + WARM_UP_RUNS + 5);
+        assert_eq!(runs, 6 + POOL_WARM_UP_RUNS + 5);
     }
 
     #[test]
@@ -465,7 +451,7 @@ mod tests {
             Mode::Pool => 12,
         });
         assert_eq!(c.decided(), Some(Mode::Pool));
-        assert!(runs <= 8 + 5 + 8 + 5, "{runs} runs to decide");
+        assert!(runs <= 6 + 8 + 5, "{runs} runs to decide");
     }
 
     #[test]
@@ -491,43 +477,7 @@ mod tests {
             |mode, _| if mode == Mode::Pool { 60 } else { 100 },
         );
         assert_eq!(short.decided(), Some(Mode::Pool));
-        assert_eq!(runs, 2 + 5 + 3 + 5, "{runs} runs to decide");
-    }
-
-    #[test]
-    fn one_threads_first_runs_are_not_timed() {
-        // One thread's first runs slowed by the page's start (7 ms), 1.7 after; the pool, timed
-        // later, 1.5 with a 0.3 ms hop: not clearly faster.
-        let mut c = Calibration::default();
-        calibrate_with_hop(&mut c, hop(300), |mode, nth| match mode {
-            Mode::SingleThread if nth < 6 => 7000,
-            Mode::SingleThread => 1700,
-            Mode::Pool => 1500,
-        });
-        assert_eq!(c.decided(), Some(Mode::SingleThread));
-    }
-
-    #[test]
-    fn a_first_pool_decision_over_short_runs_is_re_examined_after_ten_runs() {
-        // One thread timed at 5 ms while the page started, the pool later at 1.5 ms + 0.3 of
-        // hop; ten runs on, one thread is timed again, at 1.7 ms, and wins.
-        let mut c = Calibration::default();
-        calibrate_with_hop(&mut c, hop(300), |mode, _| match mode {
-            Mode::SingleThread => 5000,
-            Mode::Pool => 1500,
-        });
-        assert_eq!(c.decided(), Some(Mode::Pool));
-        let mut runs = 0;
-        while c.decided().is_some() {
-            c.record(Mode::Pool, us(2100), 2, hop(300));
-            runs += 1;
-            assert!(runs <= FIRST_RECHECK_EVERY, "not re-examined");
-        }
-        calibrate_with_hop(&mut c, hop(300), |mode, _| match mode {
-            Mode::SingleThread => 1700,
-            Mode::Pool => panic!("the pool was timed again"),
-        });
-        assert_eq!(c.decided(), Some(Mode::SingleThread));
+        assert_eq!(runs, 1 + 5 + 3 + 5, "{runs} runs to decide");
     }
 
     #[test]
@@ -573,23 +523,23 @@ mod tests {
     #[test]
     fn a_pool_decision_stands_until_ten_seconds_have_run_or_its_runs_slow_down() {
         let mut c = Calibration::default();
-        calibrate(&mut c, |mode, _| if mode == Mode::Pool { 15 } else { 30 });
+        calibrate(&mut c, |mode, _| if mode == Mode::Pool { 5 } else { 10 });
         assert_eq!(c.decided(), Some(Mode::Pool));
-        // As fast as when chosen: not re-examined after 1 s (67 runs of 15 ms), only after 10 s.
-        let runs = runs_until_re_examined(&mut c, Mode::Pool, 15) as u128;
-        assert_eq!(runs, RECHECK_AFTER.as_millis().div_ceil(15));
+        // As fast as when chosen: not re-examined after 1 s (200 runs of 5 ms), only after 10 s.
+        let runs = runs_until_re_examined(&mut c, Mode::Pool, 5) as u128;
+        assert_eq!(runs, RECHECK_AFTER.as_millis() / 5);
         // Only one thread is timed again, without a cold run: the pool's latest runs stand.
         let runs = calibrate(&mut c, |mode, _| match mode {
-            Mode::SingleThread => 30,
+            Mode::SingleThread => 10,
             Mode::Pool => panic!("the pool was timed again"),
         });
         assert_eq!((runs, c.decided()), (SAMPLES_PER_MODE, Some(Mode::Pool)));
-        // The other core taken: the pool's runs slow to one thread's 30 ms, and five of them
+        // The other core taken: the pool's runs slow to one thread's 10 ms, and five of them
         // bring a fresh comparison, which one thread now wins.
-        let runs = runs_until_re_examined(&mut c, Mode::Pool, 30);
+        let runs = runs_until_re_examined(&mut c, Mode::Pool, 10);
         assert_eq!(runs, SAMPLES_PER_MODE);
         calibrate(&mut c, |mode, _| match mode {
-            Mode::SingleThread => 30,
+            Mode::SingleThread => 10,
             Mode::Pool => panic!("the pool was timed again"),
         });
         assert_eq!(c.decided(), Some(Mode::SingleThread));
