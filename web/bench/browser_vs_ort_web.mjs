@@ -1,8 +1,9 @@
 // Benchmark (not a test): the shared real models in one headless Chromium, on Tessera's cpu
 // (wasm SIMD) and webgpu backends and on onnxruntime-web's wasm and webgpu backends, both on the
 // same number of cpu threads (a cross-origin isolated page). Each model's two sessions of a backend
-// are open at once and take turns: W warm-up runs each, then R rounds of N timed runs each
-// (measure.js). Prints median latencies and ratios tessera/ort, one table per thread count.
+// are open at once; R rounds give each N timed runs in turn, the first after W warm-up runs
+// (measure.js; default on one thread 3 rounds of 5, with threads 1 round of 15, the runtimes one
+// after the other). Prints median latencies and ratios tessera/ort, one table per thread count.
 // Usage: node bench/browser_vs_ort_web.mjs [--runs N] [--rounds R] [--warmup W] [--models a,b] [--backends cpu,webgpu]
 //   [--threads 1,2]: the cpu thread counts (default 1); a fresh page for each.
 //   [--profile N]: after the table, Tessera's cpu time per op type for each model (N runs).
@@ -11,8 +12,10 @@ import { startServer } from '../test/serve.mjs';
 import { sharedModels } from '../test/models.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, arg, i, all) => (arg.startsWith('--') ? [...pairs, [arg.slice(2), all[i + 1]]] : pairs), []));
-const runs = Number(args.runs ?? 5);
-const rounds = Number(args.rounds ?? 3);
+// Rounds taking turns on one thread; with threads one round, the runtimes one after the other
+// (measure.js says why). 15 timed runs either way.
+const roundsFor = (threads) => Number(args.rounds ?? (threads === 1 ? 3 : 1));
+const runsFor = (threads) => Number(args.runs ?? 15 / roundsFor(threads));
 const warmup = Number(args.warmup ?? 30);
 const only = args.models?.split(',');
 const backends = (args.backends ?? 'cpu,webgpu').split(',');
@@ -24,12 +27,13 @@ const server = await startServer();
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--enable-unsafe-webgpu'] });
 for (const threads of threadCounts) {
   const page = await browser.newPage();
+  const [rounds, runs] = [roundsFor(threads), runsFor(threads)];
   page.setDefaultTimeout(30 * 60_000);
   await page.goto(`${server.url}/bench/page.html?threads=${threads}`);
   await page.waitForFunction(() => window.benchReady === true);
   const adapter = await page.evaluate(async () => (await navigator.gpu?.requestAdapter())?.info?.architecture ?? 'none');
   const cores = await page.evaluate(() => navigator.hardwareConcurrency);
-  console.log(`Chromium ${browser.version()}, ${cores} cores, WebGPU adapter: ${adapter}; median of ${rounds} rounds of ${runs} runs after ${warmup} warm-up, the runtimes taking turns; cpu on ${threads} thread(s) each` +
+  console.log(`Chromium ${browser.version()}, ${cores} cores, WebGPU adapter: ${adapter}; median of ${rounds} round(s) of ${runs} runs after ${warmup} warm-up${rounds > 1 ? ', the runtimes taking turns' : ', one runtime after the other'}; cpu on ${threads} thread(s) each` +
     (threads > cores ? ` (tessera on ${cores}: it runs at most one thread per core)` : ''));
 
   const fmt = (r) => (r.error === 'not measured' ? '–' : r.error ? 'error' : r.ms.toFixed(1));

@@ -49,9 +49,13 @@ async function timedRun({ session, feeds }) {
 /**
  * Median latencies (ms) of one model on several runtimes, measured side by side. `contenders`:
  * `{ key: { runtime: 'tessera' | 'ort', backend } }`; resolves to `{ key: { ms } | { error } }`.
- * Every session is opened and given `warmup` runs, then each of `rounds` rounds gives every
- * session `runs` timed runs in turn: a slow stretch of a shared machine (seconds long on the
- * benchmark VMs) then falls on all of them, not on whichever ran through it.
+ * Every session is opened; each of `rounds` rounds gives every session `runs` timed runs in
+ * turn, the first round after `warmup` runs of its own. Over several rounds a slow stretch of a
+ * shared machine (seconds long on the benchmark VMs) falls on all of them, not on whichever ran
+ * through it. One round is the runtimes one after the other, each timed long after the other
+ * ran: with threads take that, since a block right after the other runtime's ran beside its pool
+ * workers (on 2 cores at 2 and 4 threads the small models' times then moved 2-5x from pass to
+ * pass, MTCNN ONet 1.9 to 5.5 ms on Tessera's side).
  */
 export async function measureSideBySide(api, { name, files, threads, warmup, runs, rounds }, contenders) {
   const result = {};
@@ -65,16 +69,10 @@ export async function measureSideBySide(api, { name, files, threads, warmup, run
       }
     }
     const running = () => Object.entries(opened).filter(([key]) => !result[key]);
-    for (const [key, entry] of running()) {
-      try {
-        for (let i = 0; i < warmup; i++) await timedRun(entry);
-      } catch (error) {
-        result[key] = errorOf(error);
-      }
-    }
     for (let round = 0; round < rounds; round++) {
       for (const [key, entry] of running()) {
         try {
+          for (let i = 0; i < (round === 0 ? warmup : 0); i++) await timedRun(entry);
           for (let i = 0; i < runs; i++) entry.times.push(await timedRun(entry));
         } catch (error) {
           result[key] = errorOf(error);

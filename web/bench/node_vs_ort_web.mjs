@@ -1,7 +1,8 @@
 // Benchmark (not a test): the shared real models in Node.js on Tessera's cpu (the one-threaded
 // module, or the threaded one on a pool of worker_threads) and on onnxruntime-web's wasm backend,
-// both on the same number of threads, each model's two sessions open at once and taking turns
-// (W warm-up runs each, then R rounds of N timed runs each: measure.js). Prints median latencies
+// both on the same number of threads, each model's two sessions open at once, R rounds giving each
+// N timed runs in turn, the first after W warm-up runs (measure.js; default as in
+// browser_vs_ort_web.mjs). Prints median latencies
 // and ratios tessera/ort, one table per thread count; each thread count runs in a fresh Node.js
 // process, since onnxruntime-web reads its setting once, when its module starts.
 // Usage: node bench/node_vs_ort_web.mjs [--runs N] [--rounds R] [--warmup W] [--models a,b] [--threads 1,2]
@@ -14,8 +15,10 @@ import { modelsDir, sharedModels } from '../test/models.mjs';
 import { measureSideBySide } from './measure.js';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, arg, i, all) => (arg.startsWith('--') ? [...pairs, [arg.slice(2), all[i + 1]]] : pairs), []));
-const runs = Number(args.runs ?? 5);
-const rounds = Number(args.rounds ?? 3);
+// Rounds taking turns on one thread; with threads one round, the runtimes one after the other
+// (measure.js says why). 15 timed runs either way.
+const roundsFor = (threads) => Number(args.rounds ?? (threads === 1 ? 3 : 1));
+const runsFor = (threads) => Number(args.runs ?? 15 / roundsFor(threads));
 const warmup = Number(args.warmup ?? 30);
 const only = args.models?.split(',');
 const models = sharedModels().filter((m) => !only || only.includes(m.name));
@@ -27,6 +30,7 @@ if (args.child === undefined) {
   }
 } else {
   const threads = Number(args.child);
+  const [rounds, runs] = [roundsFor(threads), runsFor(threads)];
   const tessera = await import('../dist/index.js');
   const ort = await import('onnxruntime-web');
   ort.env.wasm.numThreads = threads;
@@ -34,7 +38,7 @@ if (args.child === undefined) {
   tessera.env.wasm.numThreads = threads;
   const read = async (path) => new Uint8Array(await readFile(join(modelsDir, path)));
 
-  console.log(`Node.js ${process.version}, ${cpus().length} cores (${cpus()[0]?.model}), onnxruntime-web ${ort.env.versions?.web ?? '?'}; median of ${rounds} rounds of ${runs} runs after ${warmup} warm-up, the runtimes taking turns; cpu on ${threads} thread(s) each`);
+  console.log(`Node.js ${process.version}, ${cpus().length} cores (${cpus()[0]?.model}), onnxruntime-web ${ort.env.versions?.web ?? '?'}; median of ${rounds} round(s) of ${runs} runs after ${warmup} warm-up${rounds > 1 ? ', the runtimes taking turns' : ', one runtime after the other'}; cpu on ${threads} thread(s) each`);
   console.log('| model | tessera ms | ort-web ms | ratio |');
   console.log('| --- | --- | --- | --- |');
   const ratios = [];
