@@ -457,6 +457,24 @@ mod tests {
     }
 
     #[test]
+    fn a_narrow_product_runs_on_gemm_only_against_a_narrow_constant() {
+        let product = |a: &[usize], b: &[usize]| {
+            let op = EinSum::new("NIHW,OI->NOHW".parse().unwrap(), f32::datum_type());
+            FastMatMul::for_op(&op, a, b).unwrap()
+        };
+        // MTCNN PNet's 4-channel head over 55×75 positions, its weights constant.
+        let head = product(&[1, 32, 55, 75], &[4, 32]);
+        assert!(head.worth_it(false, true));
+        assert!(!head.worth_it(false, false), "neither operand constant");
+        // silero's: 4 positions against 128 channels of constant weights stay with tract.
+        assert!(!product(&[1, 64, 1, 4], &[128, 64]).worth_it(false, true));
+        // One output channel stays with tract.
+        assert!(!product(&[1, 32, 55, 75], &[1, 32]).worth_it(false, true));
+        // Both sides wide: gemm, constant or not.
+        assert!(product(&[1, 32, 55, 75], &[16, 32]).worth_it(false, false));
+    }
+
+    #[test]
     fn matches_the_definition_for_every_layout_and_thread_count() {
         let cases: [(&str, &[usize], &[usize]); 9] = [
             ("mk,kn->mn", &[5, 7], &[7, 9]),
