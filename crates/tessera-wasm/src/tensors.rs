@@ -81,24 +81,35 @@ pub fn feeds_from_js(feeds: &Array) -> Result<Vec<(String, Tensor)>, JsError> {
             let data = get(&feed, "data")?;
             let bytes =
                 typed_array_bytes(&data).ok_or_else(|| what("'data' must be a typed array"))?;
-            let tensor =
-                Tensor::from_le_bytes(dtype, shape, &bytes).map_err(|e| what(&e.to_string()))?;
+            // One copy, from the JS array straight into the tensor's elements.
+            let tensor = Tensor::from_le_bytes_with(dtype, shape, bytes.length() as usize, |e| {
+                bytes.copy_to(e)
+            })
+            .map_err(|e| what(&e.to_string()))?;
             Ok((name, tensor))
         })
         .collect()
 }
 
-/// The bytes a typed array views (little-endian, as wasm and every browser are).
-fn typed_array_bytes(data: &JsValue) -> Option<Vec<u8>> {
+/// A byte view (no copy) of the memory a typed array views: little-endian, as wasm and every
+/// browser are. An object that only looks like one (a `buffer` and a forged `byteLength`) is
+/// refused here: the view's constructor would throw through the module instead.
+fn typed_array_bytes(data: &JsValue) -> Option<Uint8Array> {
+    if !js_sys::ArrayBuffer::is_view(data) {
+        return None;
+    }
     let buffer = Reflect::get(data, &"buffer".into()).ok()?;
     if !buffer.is_instance_of::<js_sys::ArrayBuffer>()
         && !buffer.is_instance_of::<js_sys::SharedArrayBuffer>()
     {
         return None;
     }
-    let offset = Reflect::get(data, &"byteOffset".into()).ok()?.as_f64()? as u32;
-    let length = Reflect::get(data, &"byteLength".into()).ok()?.as_f64()? as u32;
-    Some(Uint8Array::new_with_byte_offset_and_length(&buffer, offset, length).to_vec())
+    let number = |object: &JsValue, key: &str| Reflect::get(object, &key.into()).ok()?.as_f64();
+    let offset = number(data, "byteOffset")?;
+    let length = number(data, "byteLength")?;
+    let whole = number(&buffer, "byteLength")?;
+    (offset >= 0.0 && length >= 0.0 && offset + length <= whole)
+        .then(|| Uint8Array::new_with_byte_offset_and_length(&buffer, offset as u32, length as u32))
 }
 
 /// `{ name, type, dims, data }` for one tensor.
