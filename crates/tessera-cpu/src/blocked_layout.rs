@@ -80,8 +80,7 @@ fn blocked_convolutions(model: &mut TypedModel, ids: &[usize]) -> TractResult<us
 
 /// The constant of `outlet`, when it is one of f32 (read in place: weights are packed from it).
 fn constant(model: &TypedModel, outlet: OutletId) -> Option<Arc<Tensor>> {
-    let value = model.outlet_fact(outlet).ok()?.konst.clone()?;
-    (value.datum_type() == f32::datum_type()).then_some(value)
+    crate::plan_graph::constant(model, outlet).filter(|v| v.datum_type() == f32::datum_type())
 }
 
 fn concrete_shape(model: &TypedModel, outlet: OutletId) -> Option<TVec<usize>> {

@@ -68,8 +68,7 @@ fn product_with_constant(model: &TypedModel, inlet: &InletId) -> bool {
     reader
         .inputs
         .get(1 - inlet.slot)
-        .and_then(|other| model.outlet_fact(*other).ok())
-        .is_some_and(|fact| fact.konst.is_some())
+        .is_some_and(|&other| crate::plan_graph::is_constant(model, other))
 }
 
 #[cfg(test)]

@@ -10,3 +10,13 @@ pub fn only_reader(model: &TypedModel, node: usize) -> TractResult<Option<usize>
     }
     Ok(model.single_succ(node)?.map(|succ| succ.id))
 }
+
+/// The value of `outlet` when the plan knows it (a constant, or folded from constants).
+pub fn constant(model: &TypedModel, outlet: OutletId) -> Option<Arc<Tensor>> {
+    model.outlet_fact(outlet).ok()?.konst.clone()
+}
+
+/// Whether the plan knows the value of `outlet`.
+pub fn is_constant(model: &TypedModel, outlet: OutletId) -> bool {
+    model.outlet_fact(outlet).is_ok_and(|f| f.konst.is_some())
+}

@@ -499,11 +499,7 @@ enum Slope {
 pub fn fuse_prelu(model: &mut TypedModel) -> TractResult<usize> {
     use tessera_core::tract_onnx::tract_core::ops::logic::{CompGT, CompLT, Iff};
     let is_zero = |model: &TypedModel, outlet: OutletId| {
-        model
-            .outlet_fact(outlet)
-            .ok()
-            .and_then(|f| f.konst.clone())
-            .is_some_and(|k| k.is_all_zero().unwrap_or(false))
+        crate::plan_graph::constant(model, outlet).is_some_and(|k| k.is_all_zero().unwrap_or(false))
     };
     let f32_shape = |model: &TypedModel, outlet: OutletId| {
         let fact = model.outlet_fact(outlet).ok()?;

@@ -246,8 +246,7 @@ pub fn use_cpu_ops(model: &mut TypedModel) -> TractResult<()> {
                 FastMatMul::for_op(op, &shapes[0], &shapes[1])
             })
             .filter(|fast| {
-                let constant =
-                    |i: usize| (model.outlet_fact(node.inputs[i])).is_ok_and(|f| f.konst.is_some());
+                let constant = |i: usize| crate::plan_graph::is_constant(model, node.inputs[i]);
                 fast.worth_it(constant(0), constant(1))
             })
         {

@@ -19,6 +19,7 @@
 
 use super::quantize_linear::FastRequantize;
 use super::quantized_conv_in_f32::{CentredF32, reach_from_zero};
+use crate::plan_graph::constant as konst;
 use tessera_core::model::dequantized_constants::DequantizedConstants;
 use tessera_core::tract_onnx::prelude::*;
 use tessera_core::tract_onnx::tract_core::internal::*;
@@ -75,11 +76,6 @@ fn activation(model: &TypedModel, outlet: OutletId) -> Option<Activation> {
         scale: dequantize.scale,
         zero: dequantize.zero_point,
     })
-}
-
-/// The constant behind `outlet`, if it is one.
-fn konst(model: &TypedModel, outlet: OutletId) -> Option<Arc<Tensor>> {
-    model.outlet_fact(outlet).ok()?.konst.clone()
 }
 
 /// A constant's values as `T`.
@@ -552,7 +548,7 @@ fn avx2_sums(
 fn computed(model: &TypedModel, mut outlet: OutletId) -> bool {
     loop {
         let node = model.node(outlet.node);
-        if model.outlet_fact(outlet).is_ok_and(|f| f.konst.is_some())
+        if crate::plan_graph::is_constant(model, outlet)
             || node.op_is::<tessera_core::tract_onnx::tract_core::ops::konst::Const>()
         {
             return false;
