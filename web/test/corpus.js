@@ -249,6 +249,8 @@ export async function badInputs(session) {
     'forged data too short': () => session.run({ [name]: forged({ data: new Float32Array(7) }) }),
     'forged data a plain array': () => session.run({ [name]: forged({ data: new Array(3 * 48 * 192).fill(0) }) }),
     'forged data null': () => session.run({ [name]: forged({ data: null }) }),
+    'forged dims whose element throws': () => session.run({ [name]: forged({ dims: Object.defineProperty([1, 3, 48, 192], 0, { get() { throw new Error('a getter that throws'); } }) }) }),
+    'forged data whose buffer throws': () => session.run({ [name]: forged({ data: Object.defineProperty(new Float32Array(3 * 48 * 192), 'buffer', { get() { throw new Error('a getter that throws'); } }) }) }),
     'forged data posing as a typed array': () => session.run({ [name]: forged({ data: { buffer: new ArrayBuffer(8), byteOffset: 0, byteLength: 3 * 48 * 192 * 4 } }) }),
     'forged type complex64': () => session.run({ [name]: forged({ type: 'complex64' }) }),
     'forged type int64 on float data': () => session.run({ [name]: forged({ type: 'int64' }) }),

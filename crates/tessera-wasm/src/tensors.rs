@@ -56,10 +56,13 @@ pub fn feeds_from_js(feeds: &Array) -> Result<Vec<(String, Tensor)>, JsError> {
             let dims: Array = get(&feed, "dims")?
                 .dyn_into()
                 .map_err(|_| what("'dims' must be an array of numbers"))?;
-            let dims: Vec<f64> = dims
-                .iter()
-                .map(|d| {
-                    d.as_f64()
+            // Read through `Reflect` (a getter that throws is an `Err` here): an exception
+            // thrown through the module would leave the session borrowed.
+            let dims: Vec<f64> = (0..dims.length())
+                .map(|i| {
+                    Reflect::get_u32(&dims, i)
+                        .ok()
+                        .and_then(|d| d.as_f64())
                         .filter(|n| *n >= 0.0 && n.fract() == 0.0)
                         .ok_or_else(|| what("'dims' must hold non-negative integers"))
                 })
