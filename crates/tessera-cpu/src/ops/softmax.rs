@@ -100,6 +100,45 @@ fn softmax_row(row: &mut [f32]) {
     }
 }
 
+/// Rows shorter than a lane group (`n` values each, a whole number of them) replaced by their
+/// softmax: each row's max taken out, then the exponentials over the whole block in lane groups
+/// (a row-at-a-time loop left them scalar: mtcnn_pnet's 4,125 rows of 2 took 0.14 ms of a
+/// 3.3 ms run in browsers), then each row scaled by its sum. A NaN spreads over its row as in
+/// [`softmax_row`].
+#[inline(always)]
+fn softmax_short_rows(rows: &mut [f32], n: usize) {
+    for row in rows.chunks_exact_mut(n) {
+        let mut max = f32::NEG_INFINITY;
+        for &v in row.iter() {
+            if v > max {
+                max = v;
+            }
+        }
+        for x in row.iter_mut() {
+            *x -= max;
+        }
+    }
+    let groups = rows.len() / LANES * LANES;
+    for group in rows[..groups].chunks_exact_mut(LANES) {
+        for x in group {
+            *x = exp_of_shifted(*x);
+        }
+    }
+    for x in &mut rows[groups..] {
+        *x = exp_of_shifted(*x);
+    }
+    for row in rows.chunks_exact_mut(n) {
+        let mut sum = 0f32;
+        for &v in row.iter() {
+            sum += v;
+        }
+        let scale = sum.recip();
+        for x in row.iter_mut() {
+            *x *= scale;
+        }
+    }
+}
+
 impl FastSoftmax {
     /// The fast version of `op` on an f32 input of `shape`, when it applies: a plain softmax
     /// (not log, not quantized) over trailing axes.
@@ -133,8 +172,12 @@ impl FastSoftmax {
             crate::simd::widest(
                 #[inline(always)]
                 || {
-                    for row in rows.chunks_exact_mut(n) {
-                        softmax_row(row);
+                    if n < LANES {
+                        softmax_short_rows(rows, n);
+                    } else {
+                        for row in rows.chunks_exact_mut(n) {
+                            softmax_row(row);
+                        }
                     }
                 },
             );
@@ -257,6 +300,28 @@ mod tests {
         assert_eq!(exp_of_shifted(-88.0), 0.0);
         assert_eq!(exp_of_shifted(f32::NEG_INFINITY), 0.0);
         assert!(exp_of_shifted(f32::NAN).is_nan());
+    }
+
+    #[test]
+    fn short_rows_mask_and_spread_a_nan_like_long_ones() {
+        // pnet's rows of 2: a masked value, a row of -inf (0/0: NaN, as the definition), a NaN.
+        let mut data = vec![
+            0.5,
+            f32::NEG_INFINITY,
+            f32::NEG_INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            1.0,
+            3.0,
+            -1.0,
+        ];
+        FastSoftmax { row_len: 2 }
+            .compute_in_place(&mut data)
+            .unwrap();
+        assert_eq!(data[..2], [1.0, 0.0]);
+        assert!(data[2..6].iter().all(|v| v.is_nan()), "{data:?}");
+        let want = reference(&[3.0, -1.0], 2);
+        assert!((data[6] - want[0]).abs() < 1e-6 && (data[7] - want[1]).abs() < 1e-6);
     }
 
     #[test]
