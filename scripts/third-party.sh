@@ -13,8 +13,8 @@
 #                                         registry's release (fetched if missing), version aside
 set -euo pipefail
 cd "$(dirname "$0")/.."
-crates=(third_party/tract-core third_party/tract-hir third_party/tract-linalg third_party/tract-nnef
-    third_party/tract-onnx-opl)
+crates=(third_party/tract-core third_party/tract-data third_party/tract-hir third_party/tract-linalg
+    third_party/tract-nnef third_party/tract-onnx-opl)
 # 2000-01-01 UTC: older than any build, so cargo never finds a dated-back file newer than one.
 fixed_mtime=946684800
 # The package's own version line: the manifest's first (in [package]); later ones are its

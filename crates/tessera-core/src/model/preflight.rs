@@ -14,7 +14,7 @@
 //! - ranks, shapes and constant values as they become known, node by node, in Tessera's own run
 //!   of tract's fact analysis ([`analyse`]), before tract's rules for that node run;
 //! - sizes: a value tract would fold while typing, and every tensor of the lowered graph, must
-//!   fit [`MAX_TENSOR_BYTES`].
+//!   fit [`max_tensor_bytes`].
 
 use crate::model::info::op_key;
 use anyhow::Context;
@@ -24,9 +24,49 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::{InferenceFact, InferenceOp};
 use tract_onnx::tract_hir::internal::{Factoid, bail, format_err};
 
-/// The largest tensor Tessera makes, in bytes: 64 GiB natively; 1 GiB on 32-bit targets (wasm),
-/// whose whole address space is 4 GiB and where a failed allocation traps the module.
-pub const MAX_TENSOR_BYTES: u64 = if usize::BITS == 32 { 1 << 30 } else { 1 << 36 };
+/// The largest tensor Tessera makes, in bytes: 1 GiB on 32-bit targets (wasm), whose whole
+/// address space is 4 GiB and where a failed allocation traps the module; elsewhere 64 GiB, or
+/// half the memory available now where that is less (Linux's `MemAvailable`, read again after
+/// [`MEMORY_REREAD`]; half, as an op holds its input and its output at once). tract's allocator
+/// panics when an allocation fails, and one that succeeds past the free memory is filled until
+/// the OS kills the process: on a 24 GiB machine a ConstantOfShape fed `[100000, 100000]`
+/// (40 GB) panicked, one fed `[1, 4294967301]` (17 GB, made twice) was killed.
+pub fn max_tensor_bytes() -> u64 {
+    const NATIVE: u64 = 1 << 36;
+    if usize::BITS == 32 {
+        return 1 << 30;
+    }
+    static READ: std::sync::Mutex<Option<(std::time::Instant, Option<u64>)>> =
+        std::sync::Mutex::new(None);
+    let mut read = READ
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let available = match *read {
+        Some((at, available)) if at.elapsed() < MEMORY_REREAD => available,
+        _ => {
+            let available = available_memory();
+            *read = Some((std::time::Instant::now(), available));
+            available
+        }
+    };
+    available.map_or(NATIVE, |memory| (memory / 2).min(NATIVE))
+}
+
+/// How long a reading of the available memory stands: a plan's analysis checks hundreds of
+/// values in a few milliseconds.
+const MEMORY_REREAD: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The memory available to new allocations in bytes, where the OS says (Linux:
+/// `/proc/meminfo`).
+fn available_memory() -> Option<u64> {
+    if cfg!(target_os = "linux") {
+        let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let line = info.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?;
+        let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+        return kib.checked_mul(1024);
+    }
+    None
+}
 
 /// What one node of the model must satisfy once its input facts are known.
 #[derive(Debug, Clone)]
@@ -459,15 +499,16 @@ impl Check {
     }
 }
 
-/// An output of `elements` elements of the input's type fits [`MAX_TENSOR_BYTES`].
+/// An output of `elements` elements of the input's type fits [`max_tensor_bytes`].
 fn check_elements(elements: u128, like: Option<&InferenceFact>) -> Result<(), String> {
     let size = like
         .and_then(|f| f.datum_type.concretize())
         .map_or(1, |t| t.size_of()) as u128;
     let bytes = elements.saturating_mul(size);
-    if bytes > MAX_TENSOR_BYTES as u128 {
+    let limit = max_tensor_bytes();
+    if bytes > limit as u128 {
         return Err(format!(
-            "its output would hold {elements} elements ({bytes} bytes), more than the {MAX_TENSOR_BYTES} bytes Tessera allows"
+            "its output would hold {elements} elements ({bytes} bytes), more than the {limit} bytes Tessera allows"
         ));
     }
     Ok(())
@@ -486,7 +527,7 @@ fn fact_bytes(fact: &InferenceFact) -> Option<u64> {
 
 fn too_big(graph: &InferenceModel, outlet: OutletId, fact: &InferenceFact) -> TractResult<()> {
     if let Some(bytes) = fact_bytes(fact)
-        && bytes > MAX_TENSOR_BYTES
+        && bytes > max_tensor_bytes()
     {
         let node = graph.node(outlet.node);
         let size = if bytes == u64::MAX {
@@ -499,7 +540,7 @@ fn too_big(graph: &InferenceModel, outlet: OutletId, fact: &InferenceFact) -> Tr
             node.name,
             node.op.name(),
             shape(fact).unwrap_or_default(),
-            MAX_TENSOR_BYTES
+            max_tensor_bytes()
         );
     }
     Ok(())
@@ -624,6 +665,107 @@ fn analyse_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `y = ConstantOfShape(shape)`, `shape` an int64 input of 2 values.
+    fn constant_of_shape_of_an_input() -> crate::Model {
+        use pb::tensor_shape_proto::{Dimension, dimension::Value};
+        use pb::type_proto::{Tensor as TensorType, Value as TypeValue};
+        let info = |name: &str, elem_type: i32, dims: &[i64]| pb::ValueInfoProto {
+            name: name.into(),
+            r#type: Some(pb::TypeProto {
+                value: Some(TypeValue::TensorType(TensorType {
+                    elem_type,
+                    shape: Some(pb::TensorShapeProto {
+                        dim: dims
+                            .iter()
+                            .map(|&d| Dimension {
+                                // -1: a dim of unknown size.
+                                value: (d >= 0).then_some(Value::DimValue(d)),
+                                ..Default::default()
+                            })
+                            .collect(),
+                    }),
+                })),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        crate::model::test_models::from_graph(pb::GraphProto {
+            name: "g".into(),
+            node: vec![pb::NodeProto {
+                op_type: "ConstantOfShape".into(),
+                name: "y".into(),
+                input: vec!["shape".into()],
+                output: vec!["y".into()],
+                ..Default::default()
+            }],
+            input: vec![info("shape", 7, &[2])],
+            output: vec![info("y", 1, &[-1, -1])],
+            ..Default::default()
+        })
+    }
+
+    /// A value folded from a run-time input just past the limit is refused by name, not
+    /// allocated: past the machine's memory the allocation failed and tract panicked, below it
+    /// but past the free memory the process was killed.
+    #[test]
+    fn a_folded_value_past_the_limit_is_refused_before_it_is_allocated() {
+        let limit = max_tensor_bytes();
+        assert!(limit <= 1 << 36);
+        if let Some(available) = available_memory() {
+            // Other tests allocate meanwhile: the two readings are close, not equal.
+            assert!(
+                limit <= available,
+                "{limit} bytes allowed, {available} available"
+            );
+        }
+        let model = constant_of_shape_of_an_input();
+        let before = crate::error::panics_seen_on_this_thread();
+        // float32 values: one row of twice the limit (well past it, should memory be freed
+        // before the check reads it again).
+        let elements = (limit / 2) as i64;
+        let shape = crate::Tensor::from_vec(vec![2], vec![1i64, elements]).unwrap();
+        let error = model
+            .lower_with(std::slice::from_ref(&shape), &[true])
+            .unwrap_err();
+        assert!(error.to_string().contains("Tessera allows"), "{error}");
+        assert_eq!(
+            crate::error::panics_seen_on_this_thread(),
+            before,
+            "{error}"
+        );
+        // Lowered as a session does (unfolded first), the reason is still given.
+        let lowering = crate::model::specialize::Lowering::default();
+        let error = model.lower_for(&[shape], None, lowering).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("with the inputs' values folded in: "),
+            "{error}"
+        );
+        assert!(error.to_string().contains("Tessera allows"), "{error}");
+        let small = crate::Tensor::from_vec(vec![2], vec![2i64, 3]).unwrap();
+        assert!(model.lower_with(&[small], &[true]).is_ok());
+    }
+
+    /// tract-data cast int64 shape values to its dims through i32: a ConstantOfShape of
+    /// [1, 2^32 + 5] made a [1, 5] tensor without a word (third_party/tract-data).
+    #[test]
+    fn an_int64_dim_past_32_bits_keeps_its_value() {
+        let model = constant_of_shape_of_an_input();
+        // No element to allocate: the shape alone is checked.
+        let dims = crate::Tensor::from_vec(vec![2], vec![0i64, (1 << 32) + 5]).unwrap();
+        let typed = model.lower_with(&[dims], &[true]).unwrap();
+        let output = typed.output_outlets().unwrap()[0];
+        let shape = typed
+            .outlet_fact(output)
+            .unwrap()
+            .shape
+            .as_concrete()
+            .unwrap()
+            .to_vec();
+        assert_eq!(shape, [0, (1usize << 32) + 5]);
+    }
 
     /// The pad check on an input of `dims` padded by `pads`.
     fn pad(mode: Padding, dims: &[usize], pads: &[i64]) -> Result<(), String> {

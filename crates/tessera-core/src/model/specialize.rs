@@ -196,7 +196,7 @@ impl Model {
             Folds::Small => ladder.retain(small),
             Folds::SmallLeavingAnInput => ladder.retain(|f| small(f) && !folds_all(f)),
         }
-        let mut first_error = None;
+        let mut errors = vec![];
         for folding in ladder {
             match self
                 .lower_with_pass(inputs, &folding, lowering)
@@ -205,11 +205,11 @@ impl Model {
                 Ok((typed, made)) => return Ok((Lowered { typed, folding }, made)),
                 Err(e) => {
                     tracing::debug!(?folding, error = %e, "lowering failed");
-                    first_error.get_or_insert(e);
+                    errors.push((folding, e));
                 }
             }
         }
-        Err(first_error.unwrap_or_else(|| Error::Internal("no lowering attempted".into())))
+        Err(first_with_folded_reasons(errors))
     }
 
     /// Lowers with exactly this folding.
@@ -379,4 +379,36 @@ fn check_folded_value(
         }
     }
     Ok(())
+}
+
+/// The first lowering's error, with the other reasons the attempts that folded input values in
+/// gave, where they differ: an unfolded attempt may only say "shape input is variable" where
+/// the folded one says why the values cannot be used (a tensor too large to make).
+fn first_with_folded_reasons(errors: Vec<(Folding, Error)>) -> Error {
+    let mut errors = errors.into_iter();
+    let Some((_, first)) = errors.next() else {
+        return Error::Internal("no lowering attempted".into());
+    };
+    let Error::Prepare { backend, message } = first else {
+        return first;
+    };
+    let mut reasons = vec![];
+    for (folding, error) in errors {
+        if let Error::Prepare { message: other, .. } = error
+            && folding.iter().any(|&folded| folded)
+            && other != message
+            && !reasons.contains(&other)
+        {
+            reasons.push(other);
+        }
+    }
+    let message = if reasons.is_empty() {
+        message
+    } else {
+        format!(
+            "{message}; with the inputs' values folded in: {}",
+            reasons.join("; ")
+        )
+    };
+    Error::Prepare { backend, message }
 }

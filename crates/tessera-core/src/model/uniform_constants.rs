@@ -8,7 +8,7 @@
 //! here once per plan, on the plan's own copy of the graph, the tensor is dropped with that copy
 //! once the backend has packed it.
 
-use super::preflight::MAX_TENSOR_BYTES;
+use super::preflight::max_tensor_bytes;
 use std::sync::Arc;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::ops::konst::Const;
@@ -43,7 +43,7 @@ pub fn materialize(graph: &mut InferenceModel) -> TractResult<()> {
             .try_fold(fill.datum_type().size_of() as u64, |acc, &d| {
                 acc.checked_mul(d as u64)
             });
-        if bytes.is_none_or(|b| b > MAX_TENSOR_BYTES) {
+        if bytes.is_none_or(|b| b > max_tensor_bytes()) {
             continue;
         }
         let value = Arc::new(fill.broadcast_scalar_to_shape(&dims)?);
