@@ -548,7 +548,7 @@ fn too_big(graph: &InferenceModel, outlet: OutletId, fact: &InferenceFact) -> Tr
 
 /// tract's fact analysis (`InferenceModel::analyse`, not obstinate), with each node's checks run
 /// before its rules, the size of each value tract would fold checked before it is computed, and
-/// every tensor's size checked at the end. A port of tract-hir 0.23.9's `Analyser`. Returns
+/// every computed tensor's size checked at the end. A port of tract-hir 0.23.9's `Analyser`. Returns
 /// whether any fact changed.
 pub fn analyse(graph: &mut InferenceModel, preflight: &Preflight) -> TractResult<bool> {
     let mut any_changed = false;
@@ -576,7 +576,12 @@ pub fn analyse(graph: &mut InferenceModel, preflight: &Preflight) -> TractResult
             to_visit.extend(observers.get(&outlet).into_iter().flatten());
         }
     }
+    // Constants (the model's initializers, folded inputs) are in memory already: the limit is
+    // for what a run would make.
     for node in graph.nodes() {
+        if node.op_is::<tract_onnx::tract_hir::ops::konst::Const>() {
+            continue;
+        }
         for (slot, output) in node.outputs.iter().enumerate() {
             too_big(graph, OutletId::new(node.id, slot), &output.fact)?;
         }
