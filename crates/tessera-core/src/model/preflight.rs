@@ -514,14 +514,24 @@ fn check_elements(elements: u128, like: Option<&InferenceFact>) -> Result<(), St
     Ok(())
 }
 
+/// The dims of a fact whose shape is known, as tract holds them (i64): converted to `usize` on a
+/// 32-bit target (wasm), a dim of 2^32 + 5 would read as 5.
+fn dims(fact: &InferenceFact) -> Option<Vec<i64>> {
+    fact.shape
+        .concretize()?
+        .iter()
+        .map(|d| d.to_i64().ok())
+        .collect()
+}
+
 /// Bytes of a fact whose shape and type are known, `None` while they are not (saturating: a
-/// shape whose size overflows is over any limit).
+/// shape whose size overflows is over any limit; negative dims are refused by the checks).
 fn fact_bytes(fact: &InferenceFact) -> Option<u64> {
-    let dims = shape(fact)?;
+    let dims = dims(fact)?;
     let size = fact.datum_type.concretize()?.size_of() as u64;
     Some(
         dims.iter()
-            .fold(size, |acc, &d| acc.saturating_mul(d as u64)),
+            .fold(size, |acc, &d| acc.saturating_mul(d.max(0) as u64)),
     )
 }
 
@@ -539,7 +549,7 @@ fn too_big(graph: &InferenceModel, outlet: OutletId, fact: &InferenceFact) -> Tr
             "node '{}' ({}) would make a tensor of shape {:?} ({size}), more than the {} bytes Tessera allows",
             node.name,
             node.op.name(),
-            shape(fact).unwrap_or_default(),
+            dims(fact).unwrap_or_default(),
             max_tensor_bytes()
         );
     }
