@@ -132,6 +132,9 @@ model("expand_huge", "Expand to [10^6, 10^6, 10^6]",
 model("constant_of_shape_huge", "ConstantOfShape [2^31, 2^31]",
       [helper.make_node("ConstantOfShape", ["s"], ["y"])], [], [y_any],
       [const("s", I64, [2], [2**31, 2**31])])
+model("constant_of_shape_dim_past_32_bits", "ConstantOfShape fed [2^32 + 5, 2^32 + 5] at run time (tract made [5, 5])",
+      [helper.make_node("ConstantOfShape", ["s"], ["y"])], [vi("s", I64, [2])], [y_any],
+      feeds={"s": {"type": "int64", "dims": [2], "values": [2**32 + 5, 2**32 + 5]}})
 model("constant_of_shape_negative", "ConstantOfShape [-4]",
       [helper.make_node("ConstantOfShape", ["s"], ["y"])], [], [y_any],
       [const("s", I64, [1], [-4])])
