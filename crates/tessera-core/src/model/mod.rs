@@ -41,6 +41,30 @@ pub(crate) mod test_models {
         };
         Model::from_bytes(&proto.encode_to_vec()).unwrap()
     }
+
+    /// A graph input or output of ONNX element type `elem_type` with these dims (-1: a dim of
+    /// unknown size).
+    pub fn value_info(name: &str, elem_type: i32, dims: &[i64]) -> pb::ValueInfoProto {
+        use pb::tensor_shape_proto::{Dimension, dimension::Value};
+        use pb::type_proto::{Tensor, Value as TypeValue};
+        let dim = |d: i64| Dimension {
+            value: (d >= 0).then_some(Value::DimValue(d)),
+            ..Default::default()
+        };
+        pb::ValueInfoProto {
+            name: name.into(),
+            r#type: Some(pb::TypeProto {
+                value: Some(TypeValue::TensorType(Tensor {
+                    elem_type,
+                    shape: Some(pb::TensorShapeProto {
+                        dim: dims.iter().map(|&d| dim(d)).collect(),
+                    }),
+                })),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
 }
 
 use crate::error::{UnsupportedOp, catch_panic, chain_message};

@@ -536,8 +536,9 @@ fn fact_bytes(fact: &InferenceFact) -> Option<u64> {
 }
 
 fn too_big(graph: &InferenceModel, outlet: OutletId, fact: &InferenceFact) -> TractResult<()> {
+    let limit = max_tensor_bytes();
     if let Some(bytes) = fact_bytes(fact)
-        && bytes > max_tensor_bytes()
+        && bytes > limit
     {
         let node = graph.node(outlet.node);
         let size = if bytes == u64::MAX {
@@ -546,11 +547,10 @@ fn too_big(graph: &InferenceModel, outlet: OutletId, fact: &InferenceFact) -> Tr
             format!("{bytes} bytes")
         };
         bail!(
-            "node '{}' ({}) would make a tensor of shape {:?} ({size}), more than the {} bytes Tessera allows",
+            "node '{}' ({}) would make a tensor of shape {:?} ({size}), more than the {limit} bytes Tessera allows",
             node.name,
             node.op.name(),
             dims(fact).unwrap_or_default(),
-            max_tensor_bytes()
         );
     }
     Ok(())
@@ -683,28 +683,7 @@ mod tests {
 
     /// `y = ConstantOfShape(shape)`, `shape` an int64 input of 2 values.
     fn constant_of_shape_of_an_input() -> crate::Model {
-        use pb::tensor_shape_proto::{Dimension, dimension::Value};
-        use pb::type_proto::{Tensor as TensorType, Value as TypeValue};
-        let info = |name: &str, elem_type: i32, dims: &[i64]| pb::ValueInfoProto {
-            name: name.into(),
-            r#type: Some(pb::TypeProto {
-                value: Some(TypeValue::TensorType(TensorType {
-                    elem_type,
-                    shape: Some(pb::TensorShapeProto {
-                        dim: dims
-                            .iter()
-                            .map(|&d| Dimension {
-                                // -1: a dim of unknown size.
-                                value: (d >= 0).then_some(Value::DimValue(d)),
-                                ..Default::default()
-                            })
-                            .collect(),
-                    }),
-                })),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
+        use crate::model::test_models::value_info as info;
         crate::model::test_models::from_graph(pb::GraphProto {
             name: "g".into(),
             node: vec![pb::NodeProto {

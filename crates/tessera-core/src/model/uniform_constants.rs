@@ -79,27 +79,7 @@ mod tests {
 
     /// `y = x + ConstantOfShape(shape)` with `value` as the fill (ONNX's default, 0.0, without).
     fn model(shape: &[i64], value: Option<f32>) -> Model {
-        use pb::tensor_shape_proto::{Dimension, dimension::Value};
-        use pb::type_proto::{Tensor as TensorType, Value as TypeValue};
-        let info = |name: &str| pb::ValueInfoProto {
-            name: name.into(),
-            r#type: Some(pb::TypeProto {
-                value: Some(TypeValue::TensorType(TensorType {
-                    elem_type: 1,
-                    shape: Some(pb::TensorShapeProto {
-                        dim: shape
-                            .iter()
-                            .map(|&d| Dimension {
-                                value: Some(Value::DimValue(d)),
-                                ..Default::default()
-                            })
-                            .collect(),
-                    }),
-                })),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
+        let info = |name: &str| crate::model::test_models::value_info(name, 1, shape);
         let attribute = value.map(|v| pb::AttributeProto {
             name: "value".into(),
             r#type: pb::attribute_proto::AttributeType::Tensor as i32,
