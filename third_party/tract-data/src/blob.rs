@@ -70,12 +70,21 @@ impl Blob {
 
     #[inline]
     pub unsafe fn for_layout(layout: Layout) -> Blob {
+        unsafe { Self::try_for_layout(layout) }.unwrap()
+    }
+
+    /// As `for_layout`, but an allocator that cannot give the bytes is an error, not a panic:
+    /// tensors' sizes come from models and inputs (a panic traps a wasm module).
+    #[inline]
+    pub unsafe fn try_for_layout(layout: Layout) -> TractResult<Blob> {
         let mut data = null_mut();
         if layout.size() > 0 {
             data = unsafe { alloc(layout) };
-            assert!(!data.is_null(), "failed to allocate {layout:?}");
+            if data.is_null() {
+                crate::internal::bail!("cannot allocate {} bytes", layout.size());
+            }
         }
-        Blob { layout, data }
+        Ok(Blob { layout, data })
     }
 
     #[inline]
@@ -105,7 +114,7 @@ impl Blob {
     pub fn from_bytes_alignment(s: &[u8], alignment: usize) -> TractResult<Blob> {
         unsafe {
             let layout = Layout::from_size_align(s.len(), alignment)?;
-            let blob = Self::for_layout(layout);
+            let blob = Self::try_for_layout(layout)?;
             if s.len() > 0 {
                 std::ptr::copy_nonoverlapping(s.as_ptr(), blob.data, s.len());
             }

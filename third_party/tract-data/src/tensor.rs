@@ -543,9 +543,12 @@ impl Tensor {
             .try_fold(dt.size_of(), |acc, &d| acc.checked_mul(d))
             .filter(|&b| b <= isize::MAX as usize)
             .ok_or_else(|| format_err!("tensor shape {shape:?} of {dt:?} is too large"))?;
-        let storage = StorageKind::Plain(PlainStorage::from(unsafe {
-            Blob::new_for_size_and_align(bytes, alignment)
-        }));
+        // Checked layout (size rounded up to the alignment) and a failed allocation as an error:
+        // a size the model or its inputs ask for may be more than the memory can give.
+        let layout = std::alloc::Layout::from_size_align(bytes, alignment)?;
+        let blob = unsafe { Blob::try_for_layout(layout) }
+            .with_context(|| format!("tensor shape {shape:?} of {dt:?}"))?;
+        let storage = StorageKind::Plain(PlainStorage::from(blob));
         let mut tensor = Tensor { strides: tvec!(), dt, shape: shape.into(), storage, len: 0 };
         if tensor.shape.len() == 0 {
             tensor.len = 1;

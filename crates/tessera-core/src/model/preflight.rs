@@ -761,6 +761,33 @@ mod tests {
         assert_eq!(shape, [0, (1usize << 32) + 5]);
     }
 
+    /// A tensor the allocator cannot give is an error naming its shape, not tract-data's panic
+    /// (third_party/tract-data): in a wasm module, sizes under the limit above still fail when
+    /// other tensors hold the rest of its 4 GiB.
+    #[cfg(target_pointer_width = "64")]
+    #[test]
+    fn a_tensor_the_allocator_cannot_give_is_an_error() {
+        use tract_onnx::prelude::{DatumType, Tensor};
+        let before = crate::error::panics_seen_on_this_thread();
+        // 2^60 float32s: 2^62 bytes, a valid layout past any address space.
+        let elements = 1usize << 60;
+        let error =
+            unsafe { Tensor::uninitialized_dt(DatumType::F32, &[2, elements / 2]) }.unwrap_err();
+        let message = format!("{error:#}");
+        assert!(
+            message.contains("cannot allocate 4611686018427387904 bytes"),
+            "{message}"
+        );
+        assert!(message.contains("F32"), "{message}");
+        let error = Tensor::zero_dt(DatumType::F32, &[elements]).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("cannot allocate"),
+            "{error:#}"
+        );
+        assert_eq!(crate::error::panics_seen_on_this_thread(), before);
+        assert!(Tensor::zero_dt(DatumType::F32, &[2, 3]).is_ok());
+    }
+
     /// The pad check on an input of `dims` padded by `pads`.
     fn pad(mode: Padding, dims: &[usize], pads: &[i64]) -> Result<(), String> {
         let input = InferenceFact::dt_shape(f32::datum_type(), dims);
