@@ -37,6 +37,7 @@ pub use node_by_node::{NodeTime, NonFiniteNode};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tessera_core::error::{catch_panic, chain_message};
+use tessera_core::model::preflight;
 use tessera_core::model::specialize::{Folding, Lowering, PlanKey};
 use tessera_core::plan_cache::PlanCache;
 use tessera_core::tract_bridge::{from_tract, into_tract};
@@ -358,6 +359,10 @@ impl CpuSession {
                 .and_then(|_| ops::use_cpu_ops_in_plan(&mut typed))
                 .and_then(|_| natural_strides::naturalize(&mut typed))
                 .and_then(|_| typed.into_runnable())
+                .and_then(|plan| {
+                    preflight::check_run_memory(plan.model(), plan.order_without_consts())?;
+                    Ok(plan)
+                })
                 .map_err(|e| Error::Prepare {
                     backend: "cpu".into(),
                     message: chain_message(&e),
@@ -467,5 +472,52 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// `e{i} = Expand(x{i}, [elements])` for three inputs of one float each, all outputs.
+    fn three_expands(elements: usize) -> Model {
+        use crate::onnx_test_graph::*;
+        let shape = initializer("shape", &[1], 7, (elements as i64).to_le_bytes().to_vec());
+        let expand = |i: usize| {
+            node(
+                "Expand",
+                &[&format!("x{i}"), "shape"],
+                &format!("e{i}"),
+                vec![],
+            )
+        };
+        let bytes = model_bytes(
+            (0..3).map(expand).collect(),
+            vec![shape],
+            (0..3).map(|i| value(&format!("x{i}"), &[1])).collect(),
+            (0..3)
+                .map(|i| value(&format!("e{i}"), &[elements as i64]))
+                .collect(),
+        );
+        Model::from_bytes(&bytes).unwrap()
+    }
+
+    /// Three outputs, each under the largest tensor Tessera makes, together past the memory
+    /// available: the plan is refused before it runs (each allocation would succeed and be
+    /// filled until the OS killed the process).
+    #[test]
+    fn a_run_past_the_memory_available_is_refused_before_it_runs() {
+        let limit = preflight::max_live_bytes();
+        // Each 0.4 of the limit (under the per-tensor limit, half of it), 1.2 of it together.
+        let elements = (limit / 10) as usize;
+        assert!((elements as u64) * 4 <= preflight::max_tensor_bytes());
+        let inputs: Vec<Tensor> = (0..3)
+            .map(|i| Tensor::from_vec(vec![1], vec![i as f32]).unwrap())
+            .collect();
+        let session =
+            CpuSession::new(Arc::new(three_expands(elements)), &CpuOptions::default()).unwrap();
+        let error = session.run(inputs.clone()).unwrap_err().to_string();
+        assert!(error.contains("a run would hold"), "{error}");
+        assert!(error.contains("Tessera allows"), "{error}");
+        let session = CpuSession::new(Arc::new(three_expands(5)), &CpuOptions::default()).unwrap();
+        let outputs = session.run(inputs).unwrap();
+        for (i, output) in outputs.iter().enumerate() {
+            assert_eq!(output.as_slice::<f32>().unwrap(), [i as f32; 5]);
+        }
     }
 }

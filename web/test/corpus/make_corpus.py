@@ -135,6 +135,13 @@ model("constant_of_shape_huge", "ConstantOfShape [2^31, 2^31]",
 model("constant_of_shape_dim_past_32_bits", "ConstantOfShape fed [2^32 + 5, 2^32 + 5] at run time (tract made [5, 5])",
       [helper.make_node("ConstantOfShape", ["s"], ["y"])], [vi("s", I64, [2])], [y_any],
       feeds={"s": {"type": "int64", "dims": [2], "values": [2**32 + 5, 2**32 + 5]}})
+# 200 values of 0.9 GiB, each under the largest tensor Tessera makes (1 GiB in wasm), all held
+# to the end of a run: 180 GB, past a wasm module's 4 GiB and any machine's memory. Refused
+# before the run allocates (a wasm module's fourth allocation failed).
+model("expand_many_under_the_limit", "200 Expands of 0.9 GiB each, all outputs (180 GB at once)",
+      [helper.make_node("Expand", ["x", "s"], [f"y{i}"]) for i in range(200)], [vi("x", F, [1])],
+      [vi(f"y{i}", F, None) for i in range(200)],
+      [const("s", I64, [1], [(9 << 30) // 40])], feeds={"x": {"type": "float32", "dims": [1]}})
 model("constant_of_shape_negative", "ConstantOfShape [-4]",
       [helper.make_node("ConstantOfShape", ["s"], ["y"])], [], [y_any],
       [const("s", I64, [1], [-4])])

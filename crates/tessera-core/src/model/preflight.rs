@@ -22,7 +22,7 @@ use std::collections::{BTreeSet, HashMap};
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::{InferenceFact, InferenceOp};
-use tract_onnx::tract_hir::internal::{Factoid, bail, format_err};
+use tract_onnx::tract_hir::internal::{Factoid, InferenceNode, bail, format_err};
 
 /// The largest tensor Tessera makes, in bytes: 1 GiB on 32-bit targets (wasm), whose whole
 /// address space is 4 GiB and where a failed allocation traps the module; elsewhere 64 GiB, or
@@ -36,20 +36,100 @@ pub fn max_tensor_bytes() -> u64 {
     if usize::BITS == 32 {
         return 1 << 30;
     }
+    available_memory_now().map_or(NATIVE, |memory| (memory / 2).min(NATIVE))
+}
+
+/// The most bytes one model's values may hold at once: a run's values (what tract's plan holds
+/// between a value's step and its last use), or the values folded while the model is planned
+/// (all kept). Each tensor under [`max_tensor_bytes`] is not enough: several of them filled
+/// past the free memory get the process killed. 3 GiB on 32-bit targets (wasm: 4 GiB for the
+/// module, its weights and these); elsewhere the memory available now, at most 128 GiB.
+pub fn max_live_bytes() -> u64 {
+    const NATIVE: u64 = 1 << 37;
+    if usize::BITS == 32 {
+        return 3 << 30;
+    }
+    available_memory_now().map_or(NATIVE, |memory| memory.min(NATIVE))
+}
+
+/// [`available_memory`], read at most once per [`MEMORY_REREAD`].
+fn available_memory_now() -> Option<u64> {
     static READ: std::sync::Mutex<Option<(std::time::Instant, Option<u64>)>> =
         std::sync::Mutex::new(None);
     let mut read = READ
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let available = match *read {
+    match *read {
         Some((at, available)) if at.elapsed() < MEMORY_REREAD => available,
         _ => {
             let available = available_memory();
             *read = Some((std::time::Instant::now(), available));
             available
         }
+    }
+}
+
+/// The most bytes a run of tract's plan holds in values at once, and the node it is at: each
+/// node's outputs live from its step (its inputs still held) to the last step that reads them,
+/// the model's outputs to the end, as `SimplePlan` frees them. Constants are in memory already
+/// and not counted. `None` while a shape is not concrete.
+pub fn peak_run_bytes(model: &TypedModel, order: &[usize]) -> TractResult<Option<(u64, usize)>> {
+    let outputs = model.output_outlets()?;
+    let mut last_use = vec![0usize; model.nodes().len()];
+    for (step, &id) in order.iter().enumerate() {
+        for input in &model.node(id).inputs {
+            last_use[input.node] = last_use[input.node].max(step);
+        }
+    }
+    for output in outputs {
+        last_use[output.node] = order.len();
+    }
+    let mut freed_after = vec![0u64; order.len()];
+    let (mut live, mut peak) = (0u64, None);
+    for (step, &id) in order.iter().enumerate() {
+        let node = model.node(id);
+        if node.op_is::<tract_onnx::tract_core::ops::konst::Const>() {
+            continue;
+        }
+        let mut bytes = 0u64;
+        for output in &node.outputs {
+            let Some(shape) = output.fact.shape.as_concrete() else {
+                return Ok(None);
+            };
+            let size = output.fact.datum_type.size_of() as u64;
+            bytes = bytes.saturating_add(
+                shape
+                    .iter()
+                    .fold(size, |acc, &d| acc.saturating_mul(d as u64)),
+            );
+        }
+        live = live.saturating_add(bytes);
+        if peak.is_none_or(|(most, _)| live > most) {
+            peak = Some((live, id));
+        }
+        if let Some(freed) = freed_after.get_mut(last_use[id].max(step)) {
+            *freed = freed.saturating_add(bytes);
+        }
+        live = live.saturating_sub(freed_after[step]);
+    }
+    Ok(Some(peak.unwrap_or((0, 0))))
+}
+
+/// A plan whose run would hold more than [`max_live_bytes`] at once is refused before it runs.
+pub fn check_run_memory(model: &TypedModel, order: &[usize]) -> TractResult<()> {
+    let Some((peak, at)) = peak_run_bytes(model, order)? else {
+        return Ok(());
     };
-    available.map_or(NATIVE, |memory| (memory / 2).min(NATIVE))
+    let limit = max_live_bytes();
+    if peak > limit {
+        let node = model.node(at);
+        bail!(
+            "a run would hold {peak} bytes of values at once (at node '{}', {}), more than the {limit} bytes Tessera allows",
+            node.name,
+            node.op.name(),
+        );
+    }
+    Ok(())
 }
 
 /// How long a reading of the available memory stands: a plan's analysis checks hundreds of
@@ -560,7 +640,12 @@ fn too_big(graph: &InferenceModel, outlet: OutletId, fact: &InferenceFact) -> Tr
 /// before its rules, the size of each value tract would fold checked before it is computed, and
 /// every computed tensor's size checked at the end. A port of tract-hir 0.23.9's `Analyser`. Returns
 /// whether any fact changed.
-pub fn analyse(graph: &mut InferenceModel, preflight: &Preflight) -> TractResult<bool> {
+/// The values it computes count in `folded`.
+pub fn analyse(
+    graph: &mut InferenceModel,
+    preflight: &Preflight,
+    folded: &mut FoldedValues,
+) -> TractResult<bool> {
     let mut any_changed = false;
     let mut to_visit: BTreeSet<usize> = graph.eval_order()?.into_iter().collect();
     to_visit.extend(0..graph.nodes().len());
@@ -571,7 +656,7 @@ pub fn analyse(graph: &mut InferenceModel, preflight: &Preflight) -> TractResult
         }
     }
     while let Some(node) = to_visit.pop_first() {
-        let changed = analyse_one(graph, node, preflight)
+        let changed = analyse_one(graph, node, preflight, folded)
             .with_context(|| format!("Failed analyse for node {}", graph.node(node)))?;
         any_changed |= !changed.is_empty();
         for (outlet, _) in changed {
@@ -599,10 +684,49 @@ pub fn analyse(graph: &mut InferenceModel, preflight: &Preflight) -> TractResult
     Ok(any_changed)
 }
 
+/// The values computed while a model is planned (uniform constants, values tract folds while it
+/// infers facts), all kept until the plan is built: their bytes, held to [`max_live_bytes`] in
+/// all. Each under [`max_tensor_bytes`] is not enough: in a wasm module four of 0.9 GiB fill its
+/// 4 GiB.
+#[derive(Debug, Default)]
+pub struct FoldedValues {
+    held: u64,
+    /// The limit where it is not [`max_live_bytes`] (tests).
+    limit: Option<u64>,
+}
+
+impl FoldedValues {
+    /// Whether `more` bytes fit beside those held.
+    pub fn fit(&self, more: u64) -> bool {
+        self.held.saturating_add(more) <= self.limit.unwrap_or_else(max_live_bytes)
+    }
+
+    /// Counts `bytes` more.
+    pub fn hold(&mut self, bytes: u64) {
+        self.held = self.held.saturating_add(bytes);
+    }
+
+    /// `node`'s `more` bytes, refused by name when they do not fit.
+    fn check(&self, node: &InferenceNode, more: u64) -> TractResult<()> {
+        if !self.fit(more) {
+            bail!(
+                "node '{}' ({}): the values computed while planning would hold {} bytes, more than the {} bytes Tessera allows",
+                node.name,
+                node.op.name(),
+                self.held.saturating_add(more),
+                self.limit.unwrap_or_else(max_live_bytes),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// One node's analysis; `folded` holds the bytes of the values computed so far.
 fn analyse_one(
     graph: &mut InferenceModel,
     id: usize,
     preflight: &Preflight,
+    folded: &mut FoldedValues,
 ) -> TractResult<Vec<(OutletId, InferenceFact)>> {
     let (inputs, outputs) = graph.node_facts(id)?;
     let inputs: TVec<InferenceFact> = inputs.into_iter().cloned().collect();
@@ -640,9 +764,12 @@ fn analyse_one(
             output_refs.clone(),
             observed_refs.clone(),
         )?;
+        let mut bytes = 0u64;
         for (slot, fact) in shapes.iter().enumerate() {
             too_big(graph, OutletId::new(id, slot), fact)?;
+            bytes = bytes.saturating_add(fact_bytes(fact).unwrap_or(0));
         }
+        folded.check(graph.node(id), bytes)?;
     }
     let (inferred_inputs, inferred_outputs, inferred_observed) =
         op.infer(input_refs, output_refs, observed_refs)?;
@@ -660,6 +787,13 @@ fn analyse_one(
         let outlet = OutletId::new(id, ix);
         let old = graph.outlet_fact(outlet)?;
         let unified = old.unify(fact)?;
+        if let Some(value) = unified.value.concretize()
+            && old.value.concretize().is_none()
+        {
+            let bytes = (value.datum_type().size_of() as u64).saturating_mul(value.len() as u64);
+            folded.check(node, bytes)?;
+            folded.hold(bytes);
+        }
         if &unified != old {
             changed.push((outlet, unified));
         }
@@ -786,6 +920,89 @@ mod tests {
         );
         assert_eq!(crate::error::panics_seen_on_this_thread(), before);
         assert!(Tensor::zero_dt(DatumType::F32, &[2, 3]).is_ok());
+    }
+
+    /// `z = Relu(x) + Sigmoid(x)` over 1024 floats: x, then both branches, then their sum and
+    /// the branches until it is made: three tensors at most.
+    #[test]
+    fn a_run_s_peak_counts_the_values_alive_together() {
+        use crate::model::test_models::value_info as info;
+        let node = |op: &str, inputs: &[&str], output: &str| pb::NodeProto {
+            op_type: op.into(),
+            name: output.into(),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: vec![output.into()],
+            ..Default::default()
+        };
+        let model = crate::model::test_models::from_graph(pb::GraphProto {
+            name: "g".into(),
+            node: vec![
+                node("Relu", &["x"], "a"),
+                node("Sigmoid", &["x"], "b"),
+                node("Add", &["a", "b"], "z"),
+            ],
+            input: vec![info("x", 1, &[1024])],
+            output: vec![info("z", 1, &[1024])],
+            ..Default::default()
+        });
+        let x = crate::Tensor::from_vec(vec![1024], vec![0.5f32; 1024]).unwrap();
+        let typed = model.lower_with(&[x], &[false]).unwrap();
+        let plan = typed.into_runnable().unwrap();
+        let (peak, at) = peak_run_bytes(plan.model(), plan.order_without_consts())
+            .unwrap()
+            .unwrap();
+        assert_eq!(peak, 3 * 4096);
+        assert!(check_run_memory(plan.model(), plan.order_without_consts()).is_ok());
+        // Where both branches are made (tract names Relu's node "a.low").
+        let at = &plan.model().node(at).name;
+        assert!(at.starts_with('a') || at.starts_with('b'), "{at}");
+    }
+
+    /// Four 64 KiB constants folded while planning: each fits, the fourth is refused where three
+    /// is all the limit allows, before it is computed.
+    #[test]
+    fn values_folded_while_planning_are_held_to_a_limit_in_all() {
+        use crate::model::test_models::value_info as info;
+        let shape = pb::TensorProto {
+            name: "shape".into(),
+            dims: vec![1],
+            data_type: 7,
+            raw_data: (1i64 << 14).to_le_bytes().to_vec(),
+            ..Default::default()
+        };
+        let model = crate::model::test_models::from_graph(pb::GraphProto {
+            name: "g".into(),
+            node: (0..4)
+                .map(|i| pb::NodeProto {
+                    op_type: "ConstantOfShape".into(),
+                    name: format!("c{i}"),
+                    input: vec!["shape".into()],
+                    output: vec![format!("c{i}")],
+                    ..Default::default()
+                })
+                .collect(),
+            initializer: vec![shape],
+            output: (0..4)
+                .map(|i| info(&format!("c{i}"), 1, &[1 << 14]))
+                .collect(),
+            ..Default::default()
+        });
+        let analysed = |limit: u64| {
+            let mut graph = model.graph().clone();
+            let mut folded = FoldedValues {
+                held: 0,
+                limit: Some(limit),
+            };
+            analyse(&mut graph, model.preflight(), &mut folded)
+        };
+        let bytes = 4u64 << 14;
+        assert!(analysed(4 * bytes).is_ok());
+        let error = format!("{:#}", analysed(4 * bytes - 1).unwrap_err());
+        assert!(
+            error.contains(&format!("would hold {} bytes", 4 * bytes)),
+            "{error}"
+        );
+        assert!(analysed(3 * bytes).is_err());
     }
 
     /// The pad check on an input of `dims` padded by `pads`.

@@ -242,7 +242,8 @@ impl Model {
         lowering: Lowering,
     ) -> TractResult<TypedModel> {
         let mut graph = self.graph().clone();
-        super::uniform_constants::materialize(&mut graph)?;
+        let mut folded = super::preflight::FoldedValues::default();
+        super::uniform_constants::materialize(&mut graph, &mut folded)?;
         anyhow::ensure!(
             graph.inputs.len() == inputs.len(),
             "model has {} inputs, {} given",
@@ -283,7 +284,7 @@ impl Model {
         graph
             .inputs
             .retain(|outlet| !folding[sources.iter().position(|s| s == outlet).unwrap_or(0)]);
-        super::preflight::analyse(&mut graph, self.preflight())?;
+        super::preflight::analyse(&mut graph, self.preflight(), &mut folded)?;
         let mut typed = super::typing::into_typed(graph)?;
         super::quant_barrier::guard_quantized_softmax(&mut typed)?;
         if let Some(pass) = lowering.before_declutter {

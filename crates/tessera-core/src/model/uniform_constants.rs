@@ -8,14 +8,15 @@
 //! here once per plan, on the plan's own copy of the graph, the tensor is dropped with that copy
 //! once the backend has packed it.
 
-use super::preflight::max_tensor_bytes;
+use super::preflight::{FoldedValues, max_tensor_bytes};
 use std::sync::Arc;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::ops::konst::Const;
 
 /// Replaces every `ConstantOfShape` whose shape is a constant by a constant holding its value.
-/// Shapes Tessera's checks would refuse (negative or too large) are left for them to name.
-pub fn materialize(graph: &mut InferenceModel) -> TractResult<()> {
+/// Shapes Tessera's checks would refuse (negative or too large, alone or beside the values
+/// `folded` holds) are left for them to name.
+pub fn materialize(graph: &mut InferenceModel, folded: &mut FoldedValues) -> TractResult<()> {
     for id in 0..graph.nodes().len() {
         let node = graph.node(id);
         if node.op.name() != "ConstantOfShape" || node.inputs.len() != 1 || node.outputs.len() != 1
@@ -43,9 +44,10 @@ pub fn materialize(graph: &mut InferenceModel) -> TractResult<()> {
             .try_fold(fill.datum_type().size_of() as u64, |acc, &d| {
                 acc.checked_mul(d as u64)
             });
-        if bytes.is_none_or(|b| b > max_tensor_bytes()) {
+        let Some(bytes) = bytes.filter(|&b| b <= max_tensor_bytes() && folded.fit(b)) else {
             continue;
-        }
+        };
+        folded.hold(bytes);
         let value = Arc::new(fill.broadcast_scalar_to_shape(&dims)?);
         let node = graph.node_mut(id);
         node.op = Box::new(Const::new(value.clone())?);
@@ -140,7 +142,7 @@ mod tests {
         let values: Vec<f32> = (0..6).map(|i| i as f32 * 0.5 - 1.0).collect();
         let x = Tensor::from_vec(vec![2, 3], values.clone()).unwrap();
         let mut graph = model(&[2, 3], Some(1.5)).graph().clone();
-        super::materialize(&mut graph).unwrap();
+        super::materialize(&mut graph, &mut Default::default()).unwrap();
         assert!(
             graph
                 .nodes()
@@ -156,7 +158,7 @@ mod tests {
     #[test]
     fn a_negative_shape_is_left_for_the_checks_to_refuse() {
         let mut graph = model(&[2, -3], Some(1.0)).graph().clone();
-        super::materialize(&mut graph).unwrap();
+        super::materialize(&mut graph, &mut Default::default()).unwrap();
         assert!(
             graph
                 .nodes()

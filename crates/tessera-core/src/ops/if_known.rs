@@ -159,7 +159,9 @@ impl InferenceOp for IfKnown {
             for (ix, output) in outputs.iter_mut().enumerate() {
                 changed |= branch.body.output_fact_mut(ix)?.unify_with_mut(output)?;
             }
-            changed |= preflight::analyse(&mut branch.body, &branch.preflight)?;
+            // A branch counts its own folded values.
+            let mut folded = preflight::FoldedValues::default();
+            changed |= preflight::analyse(&mut branch.body, &branch.preflight, &mut folded)?;
             if !changed {
                 return Ok((inputs, outputs, observed.into_iter().cloned().collect()));
             }
