@@ -42,6 +42,17 @@ pub(crate) mod test_models {
         Model::from_bytes(&proto.encode_to_vec()).unwrap()
     }
 
+    /// A node of one output, named after it, without attributes.
+    pub fn node(op: &str, inputs: &[&str], output: &str) -> pb::NodeProto {
+        pb::NodeProto {
+            op_type: op.into(),
+            name: output.into(),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: vec![output.into()],
+            ..Default::default()
+        }
+    }
+
     /// A graph input or output of ONNX element type `elem_type` with these dims (-1: a dim of
     /// unknown size).
     pub fn value_info(name: &str, elem_type: i32, dims: &[i64]) -> pb::ValueInfoProto {

@@ -305,13 +305,7 @@ mod tests {
     /// the convolution before it, a flattening reshape, a matrix product and a bias, with the
     /// same constant used twice.
     fn typed() -> TypedModel {
-        let node = |op: &str, inputs: &[&str], output: &str| pb::NodeProto {
-            op_type: op.into(),
-            name: output.into(),
-            input: inputs.iter().map(|s| s.to_string()).collect(),
-            output: vec![output.into()],
-            ..Default::default()
-        };
+        use crate::model::test_models::node;
         let graph = pb::GraphProto {
             name: "g".into(),
             node: vec![

@@ -820,13 +820,11 @@ mod tests {
         use crate::model::test_models::value_info as info;
         crate::model::test_models::from_graph(pb::GraphProto {
             name: "g".into(),
-            node: vec![pb::NodeProto {
-                op_type: "ConstantOfShape".into(),
-                name: "y".into(),
-                input: vec!["shape".into()],
-                output: vec!["y".into()],
-                ..Default::default()
-            }],
+            node: vec![crate::model::test_models::node(
+                "ConstantOfShape",
+                &["shape"],
+                "y",
+            )],
             input: vec![info("shape", 7, &[2])],
             output: vec![info("y", 1, &[-1, -1])],
             ..Default::default()
@@ -926,14 +924,8 @@ mod tests {
     /// the branches until it is made: three tensors at most.
     #[test]
     fn a_run_s_peak_counts_the_values_alive_together() {
+        use crate::model::test_models::node;
         use crate::model::test_models::value_info as info;
-        let node = |op: &str, inputs: &[&str], output: &str| pb::NodeProto {
-            op_type: op.into(),
-            name: output.into(),
-            input: inputs.iter().map(|s| s.to_string()).collect(),
-            output: vec![output.into()],
-            ..Default::default()
-        };
         let model = crate::model::test_models::from_graph(pb::GraphProto {
             name: "g".into(),
             node: vec![
@@ -962,7 +954,7 @@ mod tests {
     /// is all the limit allows, before it is computed.
     #[test]
     fn values_folded_while_planning_are_held_to_a_limit_in_all() {
-        use crate::model::test_models::value_info as info;
+        use crate::model::test_models::{node, value_info as info};
         let shape = pb::TensorProto {
             name: "shape".into(),
             dims: vec![1],
@@ -973,13 +965,7 @@ mod tests {
         let model = crate::model::test_models::from_graph(pb::GraphProto {
             name: "g".into(),
             node: (0..4)
-                .map(|i| pb::NodeProto {
-                    op_type: "ConstantOfShape".into(),
-                    name: format!("c{i}"),
-                    input: vec!["shape".into()],
-                    output: vec![format!("c{i}")],
-                    ..Default::default()
-                })
+                .map(|i| node("ConstantOfShape", &["shape"], &format!("c{i}")))
                 .collect(),
             initializer: vec![shape],
             output: (0..4)
