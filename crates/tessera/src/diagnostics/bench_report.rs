@@ -5,7 +5,7 @@
 //! The profile itself is [`crate::profile`] (also what browsers get).
 
 #[cfg(feature = "pictures")]
-use super::picture_drawing::escape;
+use super::picture_drawing::{escape, html_page_start};
 pub use crate::profile::{NodeTime, OpTime, Profile, profile};
 #[cfg(feature = "pictures")]
 use crate::{Error, Result};
@@ -148,11 +148,9 @@ pub fn render_html(summary: &BenchSummary, profile: &Profile) -> Result<String> 
             .copied()
             .unwrap_or(f64::NAN)
     };
-    let mut out = String::from("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n");
-    let _ = writeln!(
-        out,
-        "<title>bench {}</title>\n<style>body{{font-family:sans-serif;margin:16px}} table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px;text-align:left}}</style></head><body>",
-        escape(&summary.model)
+    let mut out = html_page_start(
+        &format!("bench {}", summary.model),
+        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px;text-align:left}",
     );
     let _ = writeln!(
         out,

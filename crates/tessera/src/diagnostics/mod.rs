@@ -90,9 +90,7 @@ pub fn placement_picture(
             // cpu: tract runs its own optimized graph; the picture shows the plan lowered from
             // the same decluttered graph, every step on the cpu.
             let ordered = order_inputs(session.info(), inputs)?;
-            let (_, plan) = session
-                .model()
-                .lower_then(&ordered, None, |typed| Plan::build(typed))?;
+            let (_, plan) = session.model().lower_then(&ordered, None, Plan::build)?;
             let steps = plan.steps.len();
             PlacementPicture {
                 model: name,

@@ -325,13 +325,9 @@ impl PlacementPicture {
     /// A self-contained HTML page: headline with the step count, legend, the copies, the graph.
     pub fn to_html(&self) -> String {
         let graph = self.graph_svg();
-        let mut out =
-            String::from("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n<title>");
-        let _ = write!(
-            out,
-            "{} on {}</title>\n<style>body{{font-family:sans-serif;margin:16px}} .legend span.swatch{{display:inline-block;width:24px;height:14px;border:2px solid;margin-right:6px;vertical-align:middle}} .legend div{{margin:3px 0}} table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}} .graph{{overflow:auto;border:1px solid #ddd}}</style>\n</head><body>\n",
-            escape(&self.model),
-            escape(&self.backend)
+        let mut out = html_page_start(
+            &format!("{} on {}", self.model, self.backend),
+            "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px} .legend span.swatch{display:inline-block;width:24px;height:14px;border:2px solid;margin-right:6px;vertical-align:middle} .legend div{margin:3px 0} .graph{overflow:auto;border:1px solid #ddd}",
         );
         let _ = writeln!(
             out,
@@ -441,6 +437,15 @@ fn short(s: &str) -> String {
             .collect();
         format!("…{tail}")
     }
+}
+
+/// A self-contained page's start, up to its `<body>`: the title (escaped) and the style rules the
+/// reports share, then `style`, the page's own.
+pub(crate) fn html_page_start(title: &str, style: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n<title>{}</title>\n<style>body{{font-family:sans-serif;margin:16px}} table{{border-collapse:collapse}} {style}</style>\n</head><body>\n",
+        escape(title)
+    )
 }
 
 pub(crate) fn escape(s: &str) -> String {
