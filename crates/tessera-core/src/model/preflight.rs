@@ -96,12 +96,8 @@ pub fn peak_run_bytes(model: &TypedModel, order: &[usize]) -> TractResult<Option
             let Some(shape) = output.fact.shape.as_concrete() else {
                 return Ok(None);
             };
-            let size = output.fact.datum_type.size_of() as u64;
-            bytes = bytes.saturating_add(
-                shape
-                    .iter()
-                    .fold(size, |acc, &d| acc.saturating_mul(d as u64)),
-            );
+            let size = output.fact.datum_type.size_of();
+            bytes = bytes.saturating_add(bytes_of(size, shape.iter().map(|&d| d as u64)));
         }
         live = live.saturating_add(bytes);
         if peak.is_none_or(|(most, _)| live > most) {
@@ -608,11 +604,15 @@ fn dims(fact: &InferenceFact) -> Option<Vec<i64>> {
 /// shape whose size overflows is over any limit; negative dims are refused by the checks).
 fn fact_bytes(fact: &InferenceFact) -> Option<u64> {
     let dims = dims(fact)?;
-    let size = fact.datum_type.concretize()?.size_of() as u64;
-    Some(
-        dims.iter()
-            .fold(size, |acc, &d| acc.saturating_mul(d.max(0) as u64)),
-    )
+    let size = fact.datum_type.concretize()?.size_of();
+    Some(bytes_of(size, dims.iter().map(|&d| d.max(0) as u64)))
+}
+
+/// Bytes of `dims` elements of `element_size` bytes, saturating: a size that overflows is over
+/// any limit.
+pub(crate) fn bytes_of(element_size: usize, dims: impl IntoIterator<Item = u64>) -> u64 {
+    dims.into_iter()
+        .fold(element_size as u64, |acc, d| acc.saturating_mul(d))
 }
 
 fn too_big(graph: &InferenceModel, outlet: OutletId, fact: &InferenceFact) -> TractResult<()> {
@@ -698,7 +698,11 @@ pub struct FoldedValues {
 impl FoldedValues {
     /// Whether `more` bytes fit beside those held.
     pub fn fit(&self, more: u64) -> bool {
-        self.held.saturating_add(more) <= self.limit.unwrap_or_else(max_live_bytes)
+        self.held.saturating_add(more) <= self.limit()
+    }
+
+    fn limit(&self) -> u64 {
+        self.limit.unwrap_or_else(max_live_bytes)
     }
 
     /// Counts `bytes` more.
@@ -708,13 +712,12 @@ impl FoldedValues {
 
     /// `node`'s `more` bytes, refused by name when they do not fit.
     fn check(&self, node: &InferenceNode, more: u64) -> TractResult<()> {
-        if !self.fit(more) {
+        let (total, limit) = (self.held.saturating_add(more), self.limit());
+        if total > limit {
             bail!(
-                "node '{}' ({}): the values computed while planning would hold {} bytes, more than the {} bytes Tessera allows",
+                "node '{}' ({}): the values computed while planning would hold {total} bytes, more than the {limit} bytes Tessera allows",
                 node.name,
                 node.op.name(),
-                self.held.saturating_add(more),
-                self.limit.unwrap_or_else(max_live_bytes),
             );
         }
         Ok(())

@@ -8,7 +8,7 @@
 //! here once per plan, on the plan's own copy of the graph, the tensor is dropped with that copy
 //! once the backend has packed it.
 
-use super::preflight::{FoldedValues, max_tensor_bytes};
+use super::preflight::{FoldedValues, bytes_of, max_tensor_bytes};
 use std::sync::Arc;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::ops::konst::Const;
@@ -39,14 +39,10 @@ pub fn materialize(graph: &mut InferenceModel, folded: &mut FoldedValues) -> Tra
             continue;
         };
         let fill = unit.into_tensor().into_shape(&[])?;
-        let bytes = dims
-            .iter()
-            .try_fold(fill.datum_type().size_of() as u64, |acc, &d| {
-                acc.checked_mul(d as u64)
-            });
-        let Some(bytes) = bytes.filter(|&b| b <= max_tensor_bytes() && folded.fit(b)) else {
+        let bytes = bytes_of(fill.datum_type().size_of(), dims.iter().map(|&d| d as u64));
+        if bytes > max_tensor_bytes() || !folded.fit(bytes) {
             continue;
-        };
+        }
         folded.hold(bytes);
         let value = Arc::new(fill.broadcast_scalar_to_shape(&dims)?);
         let node = graph.node_mut(id);
